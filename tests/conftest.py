@@ -1,0 +1,37 @@
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _data_dir() -> Path | None:
+    env = os.environ.get("XCOMPS_DATA_DIR")
+    if env:
+        return Path(env)
+    beside = REPO.parent / "shared" / "data"
+    return beside if beside.is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The offline data folder (XCOMPS_DATA_DIR, else ../shared/data beside the checkout)."""
+    d = _data_dir()
+    if d is None or not (d / "blimp").is_dir():
+        pytest.skip("no offline data: set XCOMPS_DATA_DIR (see README)")
+    return d
+
+
+@pytest.fixture(autouse=True)
+def _data_env(monkeypatch):
+    d = _data_dir()
+    if d is not None:
+        monkeypatch.setenv("XCOMPS_DATA_DIR", str(d))
+
+
+@pytest.fixture(scope="session")
+def lm():
+    from xcomps_utils.models import load_model
+
+    return load_model("smollm2-135m-instruct", device="cpu", dtype="float32")
