@@ -8,7 +8,7 @@ NOTEBOOKS := $(wildcard notebooks/*.md)
 CELL_TIMEOUT ?= 1800
 KERNEL := xcomps-study
 
-.PHONY: book test install notebooks clean
+.PHONY: book render test install notebooks clean
 
 install: $(STAMP)
 
@@ -33,9 +33,13 @@ notebooks: $(STAMP)
 	done
 
 book: notebooks
+	$(MAKE) render
+
+# Render the already executed notebooks (warnings are errors).
+render:
 	rm -rf _build
-	$(VENV)/bin/jupyter-book build book --config _config.yml --toc book/_toc.yml \
-	  --path-output . --warningiserror --keep-going
+	$(VENV)/bin/jupyter-book build book --config $(CURDIR)/_config.yml \
+	  --toc $(CURDIR)/book/_toc.yml --path-output $(CURDIR) --warningiserror --keep-going
 	@echo "book: open _build/html/index.html"
 
 test: $(STAMP)

@@ -87,10 +87,12 @@ def test_identical_texts_identical_scores(lm):
 def test_offsets_point_into_the_original_text(lm):
     for policy in BOS_POLICIES:
         for s in token_scores(lm, TEXTS, bos_policy=policy):
+            if len(s.offsets) == 0:  # drop_first on a one-token text
+                continue
             assert (s.offsets[:, 0] <= s.offsets[:, 1]).all()
             assert (np.diff(s.offsets[:, 0]) >= 0).all() and s.offsets.max() <= len(s.text)
             covered = "".join(s.text[a:b] for a, b in s.offsets)
-            tail = s.text[s.offsets[0, 0]:] if len(s.offsets) else ""
+            tail = s.text[s.offsets[0, 0]:]
             assert covered.replace(" ", "") == tail.replace(" ", "")
 
 
