@@ -50,3 +50,19 @@ def test_reproducibility_notebook_runs(data_dir, tmp_path):
     assert "verified" in json.dumps(nb)
 
 
+
+
+def test_token_perplexity_notebooks_small_run(data_dir, tmp_path):
+    from xcomps_utils.results import read_results
+
+    nb = _run(tmp_path, "token_perplexity_results", items_per_task=2, batch_size=8,
+              tasks=["blimp_anaphor", "crows_pairs", "nonsense"],
+              output_dir=str(tmp_path / "results"))
+    errors = [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors
+    metrics, prov = read_results(tmp_path / "results" / "token_ppl_smollm2-135m-instruct_prompt_pairs.parquet")
+    assert len(metrics) == 3 * 2 * 8 and prov["parameters"]["items_per_task"] == 2
+    groups, _ = read_results(tmp_path / "results" / "token_ppl_smollm2-135m-instruct_tokens.parquet")
+    assert set(groups.category) == {"pivotal", "period", "other"}
+    method = _run(tmp_path, "token_perplexity_method")
+    assert not [o for c in method["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]

@@ -71,3 +71,101 @@ def plot_token_surprisal(scores: list[TokenScores], labels: list[str], model: st
                  y=1.0)
     fig.tight_layout()
     return fig
+
+
+def plot_accuracy_and_pivotal_share(summary: pd.DataFrame, model: str):
+    """Per task: item accuracy (mean over 8 prompt pairs) and the plain pivotal proportion
+    (perplexity and surprisal versions), means with 95% normal intervals over items
+    (the paper's Figure 1). ``summary``: :func:`~xcomps_utils.perplexity.item_summary` rows with a
+    ``task`` column."""
+    tasks = list(dict.fromkeys(summary["task"]))
+    cols = [("accuracy", "accuracy (correct prompt less perplexed)"),
+            ("plain_pivotal_ppl", "plain proportion, pivotal (ΔPPL)"),
+            ("plain_pivotal_s", "plain proportion, pivotal (Δ surprisal)")]
+    fig, axes = plt.subplots(1, 3, figsize=(12, 0.5 * len(tasks) + 1.8), sharey=True)
+    for ax, (col, label) in zip(axes, cols):
+        g = summary.groupby("task", sort=False)[col]
+        mean, se = g.mean().reindex(tasks), (g.std(ddof=1) / np.sqrt(g.size())).reindex(tasks)
+        y = np.arange(len(tasks))
+        ax.barh(y, mean, xerr=1.96 * se.fillna(0), color="#4c72b0", capsize=3)
+        for yi, m in zip(y, mean):
+            ax.text(0.01, yi, f"{m:.2f}", va="center", color="white", fontsize=9)
+        ax.set_xlim(0, 1)
+        ax.set_xlabel(label, fontsize=9)
+        if col == "accuracy":
+            ax.axvline(0.5, color="0.3", ls="--", lw=1)
+    axes[0].set_yticks(np.arange(len(tasks)), tasks)
+    axes[0].invert_yaxis()
+    fig.suptitle(f"Accuracy and share of the perplexity difference on pivotal tokens: {model} "
+                 f"(mean over items, 95% interval)", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_pivotal_share_histograms(metrics: pd.DataFrame, model: str, bins: int = 20):
+    """Histogram of the plain pivotal proportion (ΔPPL) per task, counts on a log axis, for the
+    prompt pairs of one fixed wording and order (the paper's Figure 2)."""
+    tasks = list(dict.fromkeys(metrics["task"]))
+    fig, axes = plt.subplots(1, len(tasks), figsize=(2.8 * len(tasks), 2.8), sharey=True,
+                             squeeze=False)
+    for ax, t in zip(axes[0], tasks):
+        m = metrics[metrics["task"] == t]
+        ax.hist(m["plain_pivotal_ppl"], bins=np.linspace(0, 1, bins + 1), color="#55a868",
+                edgecolor="white")
+        ax.set_yscale("log")
+        ax.set_title(f"{t} (n={len(m)})", fontsize=9)
+        ax.set_xlabel("plain proportion, pivotal")
+    axes[0, 0].set_ylabel("prompt pairs (log scale)")
+    w = metrics[["wording", "order"]].drop_duplicates()
+    label = ", ".join(f"{a}/{b}" for a, b in w.itertuples(index=False)) if len(w) <= 5 else "fixed"
+    fig.suptitle(f"Plain pivotal proportion per prompt pair, {model}; prompt: {label}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_normalized_by_category(metrics: pd.DataFrame, model: str):
+    """Mean normalized proportion of pivotal, period and other tokens per task, for ΔPPL and for
+    Δ surprisal (the paper's Appendix D), with 95% normal intervals over prompt pairs."""
+    tasks = list(dict.fromkeys(metrics["task"]))
+    cats = ("pivotal", "period", "other")
+    colors = {"pivotal": "#c44e52", "period": "#8172b2", "other": "#8c8c8c"}
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.4), sharey=True)
+    x = np.arange(len(tasks))
+    for ax, kind, title in ((axes[0], "ppl", "ΔPPL"), (axes[1], "s", "Δ surprisal [nats]")):
+        for k, c in enumerate(cats):
+            g = metrics.groupby("task", sort=False)[f"norm_{c}_{kind}"]
+            mean = g.mean().reindex(tasks)
+            se = (g.std(ddof=1) / np.sqrt(g.size())).reindex(tasks).fillna(0)
+            ax.bar(x + (k - 1) * 0.27, mean, 0.27, yerr=1.96 * se, label=c, color=colors[c],
+                   capsize=2)
+        ax.axhline(0, color="0.2", lw=0.8)
+        ax.set_xticks(x, tasks, rotation=20)
+        ax.set_title(f"normalized proportion on {title}", fontsize=10)
+    axes[0].set_ylabel("normalized proportion (−1 … +1)")
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"Which tokens carry the difference: {model}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def html_delta_view(groups: pd.DataFrame, title: str) -> str:
+    """HTML of one correct prompt, each aligned group coloured by ΔPPL (red: the group makes the
+    incorrect prompt more perplexed, blue: less; intensity ~ log10(1 + |ΔPPL|)); pivotal groups
+    underlined. Hover shows the numbers."""
+    import html as _html
+
+    mag = np.log10(1 + groups["delta_ppl"].abs().to_numpy())
+    top = max(mag.max(), 1e-9)
+    spans = []
+    for (_, g), m in zip(groups.iterrows(), mag):
+        alpha = 0.85 * m / top
+        rgb = "196,78,82" if g["delta_ppl"] > 0 else "76,114,176"
+        style = f"background: rgba({rgb},{alpha:.2f}); padding: 1px 0;"
+        if g["category"] == "pivotal":
+            style += " text-decoration: underline; font-weight: bold;"
+        tip = (f"{g['category']}: s_correct={g['s_correct']:.2f}, s_incorrect={g['s_incorrect']:.2f}"
+               f" nats, ΔPPL={g['delta_ppl']:.3g}")
+        spans.append(f'<span style="{style}" title="{_html.escape(tip)}">'
+                     f'{_html.escape(g["text"])}</span>')
+    return (f'<div style="font-family: monospace; line-height: 1.9; margin: 0.5em 0;">'
+            f'<b>{_html.escape(title)}</b><br>{"".join(spans)}</div>')

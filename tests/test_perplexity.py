@@ -1,0 +1,138 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from xcomps_utils import data, nonsense
+from xcomps_utils import perplexity as P
+
+
+def _pairs(good, bad):
+    gp, bp = data.pivotal_spans(good, bad)
+    return pd.DataFrame({"good": [good], "bad": [bad], "good_pivots": [gp], "bad_pivots": [bp]})
+
+
+def _check_alignment(lm, pairs, wordings):
+    pps = P.build_prompt_pairs(pairs, wordings)
+    metrics, groups = P.score_prompt_pairs(lm, pps)
+    from xcomps_utils.scoring import token_scores
+
+    for k, pp in enumerate(pps):
+        g = groups[(groups.wording == pp.wording) & (groups.order == pp.order) & (groups.item == pp.item)]
+        sa, sb = token_scores(lm, [pp.correct, pp.incorrect])
+        # every token of both prompts is in exactly one group: surprisal is conserved
+        assert g.n_tokens_correct.sum() == len(sa.logprobs) and g.n_tokens_incorrect.sum() == len(sb.logprobs)
+        assert g.s_correct.sum() == pytest.approx(-sa.total, abs=1e-9)
+        assert g.s_incorrect.sum() == pytest.approx(-sb.total, abs=1e-9)
+        assert (g.n_tokens_correct >= 1).all() and (g.n_tokens_incorrect >= 1).all()
+        # every character belongs to exactly one group (a group may be non-contiguous)
+        assert sorted("".join(g.text)) == sorted(pp.correct)
+    return metrics, groups
+
+
+# A wording whose two slots are followed by different template text: "sleep.' and" tokenizes as
+# ".'" (the sentence's period fused with the template's quote) but "sleep.'." as "." + "'.".
+BOUNDARY_WORDING = {"id": "boundary", "good_first": "Good: '{s1}' and bad: '{s2}'.",
+                    "bad_first": "Bad: '{s1}' and good: '{s2}'."}
+
+
+def test_alignment_when_slot_boundaries_tokenize_differently(lm):
+    text = "Good: 'sheep sleep.' and"
+    enc = lm.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    assert ".'" in [text[a:b] for a, b in enc["offset_mapping"]]  # the premise of this test
+    pairs = _pairs("The sheep sleep.", "They sleep.")
+    metrics, groups = _check_alignment(lm, pairs, [BOUNDARY_WORDING])
+    straddling = groups[(groups.n_tokens_correct > 1) | (groups.n_tokens_incorrect > 1)]
+    assert len(straddling) >= 1  # boundary tokens were grouped, not dropped
+    assert straddling.text.str.contains(".'", regex=False).any()
+    piv = groups[groups.category == "pivotal"]
+    assert {"sheep", "They"} <= set(piv.text.str.strip())
+
+
+def test_alignment_on_a_cjk_sentence(lm):
+    pairs = _pairs("我喜欢猫。", "我喜欢狗。")
+    metrics, groups = _check_alignment(lm, pairs, P.load_wordings("blimp")[:1])
+    piv = groups[groups.category == "pivotal"]
+    assert set(piv.text) <= {"猫", "狗", "'猫", "'狗", "猫。", "狗。"} and len(piv) == 4
+    assert (groups[groups.text == "。"].category == "period").all()
+
+
+def test_normalized_proportion_properties():
+    mask = np.array([True, False, False, False, False])
+    right = np.array([2.0, 0, 0, 0, 0])
+    assert P.normalized_proportion(right, mask) == pytest.approx(1.0)
+    assert P.normalized_proportion(-right, mask) == pytest.approx(-1.0)
+    like_others = np.full(5, 0.7)
+    assert P.normalized_proportion(like_others, mask) == pytest.approx(0.0, abs=1e-12)
+    noisy = np.array([0.5, 0.6, 0.4, 0.55, 0.45])  # pivotal behaves like an average token
+    assert abs(P.normalized_proportion(noisy, mask)) < 0.05
+
+
+def test_plain_proportion_range_and_exactly_one():
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        d = rng.normal(size=12) * rng.lognormal(size=12)
+        m = rng.random(12) < 0.3
+        assert 0.0 <= P.plain_proportion(d, m) <= 1.0
+    only = np.array([0.0, 3.0, 0.0, -1.0])
+    assert P.plain_proportion(only, np.array([False, True, False, True])) == 1.0
+    with pytest.raises(ValueError, match="undefined"):
+        P.plain_proportion(np.zeros(3), np.array([True, False, False]))
+
+
+def test_metrics_exactly_one_when_only_pivotal_groups_differ():
+    groups = pd.DataFrame({"s_correct": [1.0, 2.0, 0.5, 3.0], "s_incorrect": [1.0, 2.0, 2.5, 3.0],
+                           "category": ["other", "period", "pivotal", "other"]})
+    m = P._metrics(groups)
+    assert m["plain_pivotal_ppl"] == 1.0 and m["plain_pivotal_s"] == 1.0
+    assert m["norm_pivotal_ppl"] == pytest.approx(1.0) and m["plain_period_ppl"] == 0.0
+
+
+def test_accuracy_is_the_mean_over_eight_prompt_pairs(lm):
+    pairs = data.sample_pairs(data.load_task("blimp_anaphor"), 2, seed=1)
+    pps = P.build_prompt_pairs(pairs, P.load_wordings("blimp"))
+    assert len(pps) == 2 * 8
+    assert {(pp.wording, pp.order) for pp in pps if pp.item == 0} == {
+        (w["id"], o) for w in P.load_wordings("blimp") for o in P.ORDERS}
+    metrics, _ = P.score_prompt_pairs(lm, pps)
+    summary = P.item_summary(metrics)
+    assert (summary.prompt_pairs == 8).all()
+    for item, row in summary.set_index("item").iterrows():
+        assert row.accuracy == metrics[metrics.item == item].correct.mean()
+        assert row.accuracy in {k / 8 for k in range(9)}
+
+
+def test_prompts_swap_sentences_and_keep_labels():
+    pairs = _pairs("Good one.", "Bad one.")
+    w = P.load_wordings("dust")[0]
+    pps = P.build_prompt_pairs(pairs, [w])
+    first, second = pps
+    assert first.correct == "This is an underspecified sentence: 'Good one.'. This is its more specified counterpart: 'Bad one.'."
+    assert first.incorrect == "This is an underspecified sentence: 'Bad one.'. This is its more specified counterpart: 'Good one.'."
+    assert second.correct.startswith("This is a more specified sentence: 'Bad one.'")
+    assert sorted(first.correct) == sorted(first.incorrect)
+
+
+def test_nonsense_generator_is_seeded():
+    a, b = nonsense.generate_nonsense(20, seed=5), nonsense.generate_nonsense(20, seed=5)
+    assert a.equals(b)
+    assert not a.good.equals(nonsense.generate_nonsense(20, seed=6).good)
+    for row in a.itertuples():
+        words_good, words_bad = row.good.split(), row.bad.split()
+        assert len(words_good) == 6 and sum(x != y for x, y in zip(words_good, words_bad)) == 1
+        (s, e), = row.bad_pivots
+        assert row.bad[s:e] in nonsense.REAL_WORDS
+        assert not set(words_good) & set(nonsense.REAL_WORDS)
+
+
+def test_selection_rules_keep_pairs_whole(data_dir):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", data.DataQualityWarning)
+        dust, crows = data.load_dust(), data.load_crows_pairs()
+    sel_d, sel_c = P.select_dust(dust), P.select_crows(crows)
+    assert 0 < len(sel_d) < len(dust) and 0 < len(sel_c) < len(crows)
+    for sel, full in ((sel_d, dust), (sel_c, crows)):
+        merged = sel.merge(full, on="pair_id", suffixes=("", "_src"))
+        assert (merged.good == merged.good_src).all() and (merged.bad == merged.bad_src).all()
+    assert (sel_c.good_pivots.map(len) == 1).all()
