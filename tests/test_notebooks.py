@@ -66,3 +66,20 @@ def test_token_perplexity_notebooks_small_run(data_dir, tmp_path):
     assert set(groups.category) == {"pivotal", "period", "other"}
     method = _run(tmp_path, "token_perplexity_method")
     assert not [o for c in method["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
+
+
+def test_xcomps_notebooks_small_run(tmp_path):
+    from xcomps_utils.results import read_results
+
+    nb = _run(tmp_path, "xcomps_results", model="smollm2-135m-instruct", items_per_language=5,
+              languages=["en", "de", "zh"], batch_size=8, output_dir=str(tmp_path / "results"))
+    errors = [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    assert not errors
+    pairs, prov = read_results(tmp_path / "results" / "xcomps_sample_smollm2-135m-instruct_pairs.parquet")
+    assert len(pairs) == 3 * 5 * 4 and prov["parameters"]["source"] == "sample"
+    assert {"meta_correct", "direct_correct", "meta_mass"} <= set(pairs.columns)
+    probes, _ = read_results(tmp_path / "results" / "xcomps_sample_smollm2-135m-instruct_probes.parquet")
+    assert probes.layer.max() == 30 and len(probes) == 3 * 4 * 31
+    assert "not comparable" in json.dumps(nb)  # the sample notice is on the page
+    ds = _run(tmp_path, "xcomps_dataset", languages=["en", "de"])
+    assert "not comparable" in json.dumps(ds)

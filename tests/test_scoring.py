@@ -102,17 +102,19 @@ def test_bos_is_not_doubled_for_tokenizers_that_add_one(lm):
     assert enc.ids.count(lm.tokenizer.bos_token_id) == 1 and enc.ids[0] == lm.tokenizer.bos_token_id
 
 
-def test_nan_never_reaches_a_result(lm, monkeypatch):
-    real_forward = lm.model.forward
+def test_nan_never_reaches_a_result(lm):
+    def poison(module, inputs, output):
+        output = output.clone()
+        output[..., 2, :] = float("nan")  # position 2 ([B, T, V]) or scored row 2 ([n, V])
+        return output
 
-    def poisoned(*args, **kwargs):
-        out = real_forward(*args, **kwargs)
-        out.logits[0, 2, :] = float("nan")
-        return out
-
-    monkeypatch.setattr(lm.model, "forward", poisoned)
-    with pytest.raises(FloatingPointError, match=r"text #\d+ .*log-probability nan"):
-        token_scores(lm, [TEXTS[2]])
+    handle = lm.model.get_output_embeddings().register_forward_hook(poison)
+    try:
+        with pytest.raises(FloatingPointError, match=r"text #\d+ .*log-probability nan"):
+            token_scores(lm, [TEXTS[2]])
+    finally:
+        handle.remove()
+    assert np.isfinite(token_scores(lm, [TEXTS[2]])[0].logprobs).all()
 
 
 def test_bad_input_is_refused(lm):

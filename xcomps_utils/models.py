@@ -64,6 +64,7 @@ class LanguageModel:
     device: torch.device
     dtype: torch.dtype
     source: dict = field(default_factory=dict)
+    fast_head: bool | None = None  # set on first scoring: LM head on scored positions only
 
     def provenance(self) -> dict:
         """JSON-able identity of the model, for results' provenance."""

@@ -169,3 +169,51 @@ def html_delta_view(groups: pd.DataFrame, title: str) -> str:
                      f'{_html.escape(g["text"])}</span>')
     return (f'<div style="font-family: monospace; line-height: 1.9; margin: 0.5em 0;">'
             f'<b>{_html.escape(title)}</b><br>{"".join(spans)}</div>')
+
+
+def plot_heatmaps(tables: dict[str, pd.DataFrame], model: str, vmin: float = 0.0,
+                  vmax: float = 1.0):
+    """One heatmap per method of a language x negative-type table of scores (the paper's Figure 1).
+    ``tables``: method name -> DataFrame (rows languages, columns negative types)."""
+    fig, axes = plt.subplots(1, len(tables), figsize=(4.2 * len(tables), 0.45 *
+                             max(len(t) for t in tables.values()) + 1.6), squeeze=False)
+    for ax, (name, t) in zip(axes[0], tables.items()):
+        im = ax.imshow(t.to_numpy(dtype=float), vmin=vmin, vmax=vmax, cmap="viridis", aspect="auto")
+        ax.set_xticks(range(t.shape[1]), t.columns, rotation=30, ha="right", fontsize=9)
+        ax.set_yticks(range(t.shape[0]), t.index, fontsize=9)
+        for (i, j), v in np.ndenumerate(t.to_numpy(dtype=float)):
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
+                    color="white" if v < (vmin + vmax) / 2 else "black")
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("negative-sample type")
+    axes[0, 0].set_ylabel("language")
+    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="accuracy / F1")
+    fig.suptitle(f"XCOMPS by language and negative type: {model}", fontsize=11)
+    return fig
+
+
+def plot_f1_by_layer(probes: pd.DataFrame, model: str, by: str = "lang"):
+    """Probe F1 (mean over folds) against layer, one line per ``by`` group."""
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    for key, g in probes.groupby(by, sort=False):
+        ax.plot(g["layer"], g["f1"], marker="o", ms=3, label=str(key))
+    ax.set_xlabel("layer (0 = embeddings; last = after the final norm)")
+    ax.set_ylabel("probe F1 (5-fold, grouped by item)")
+    ax.set_ylim(0, 1.02)
+    ax.axhline(0.5, color="0.5", lw=0.8, ls=":")
+    ax.legend(fontsize=8, ncol=2, title=by)
+    ax.set_title(f"Neuro: linear probe F1 by layer, {model}", fontsize=10)
+    return fig
+
+
+def plot_agreement(x: pd.Series, y: pd.Series, labels: pd.Series, model: str, xlabel: str,
+                   ylabel: str, title: str):
+    """Scatter of two methods' scores over the same cells, with labels."""
+    fig, ax = plt.subplots(figsize=(5, 4.2))
+    ax.scatter(x, y, color="#4c72b0")
+    for xi, yi, lab in zip(x, y, labels):
+        ax.annotate(lab, (xi, yi), fontsize=7, xytext=(2, 2), textcoords="offset points")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(f"{title}: {model}", fontsize=10)
+    return fig

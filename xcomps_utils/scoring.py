@@ -30,8 +30,8 @@ from tqdm.auto import tqdm
 
 from .models import LanguageModel
 
-__all__ = ["BOS_POLICIES", "TokenScores", "token_scores", "sequence_scores", "score_pairs",
-           "token_table"]
+__all__ = ["BOS_POLICIES", "TokenScores", "token_scores", "continuation_scores",
+           "sequence_scores", "score_pairs", "token_table"]
 
 BOS_POLICIES = {
     "bos": "BOS (EOS if none) prepended; every token of the text scored",
@@ -130,6 +130,42 @@ def _batches(lengths: list[int], batch_size: int, token_budget: int | None) -> l
     return batches
 
 
+def _head(lm: LanguageModel, hidden: torch.Tensor) -> torch.Tensor:
+    """The LM head on selected hidden states, with the model's final logit soft-capping."""
+    logits = lm.model.get_output_embeddings()(hidden)
+    cap = getattr(lm.model.config, "final_logit_softcapping", None)
+    if cap:
+        logits = torch.tanh(logits / cap) * cap
+    return logits
+
+
+def _head_matches(lm: LanguageModel) -> bool:
+    """Does base model + :func:`_head` reproduce the model's own logits? Checked once per model;
+    a model with other post-processing of its logits falls back to the full forward pass."""
+    if lm.fast_head is None:
+        ids = torch.tensor([[_context_token(lm.tokenizer)] +
+                            lm.tokenizer("The cat sat on the mat.", add_special_tokens=False)["input_ids"]],
+                           device=lm.device)
+        try:
+            full = lm.model(input_ids=ids, use_cache=False).logits[0].float()
+            hidden = lm.model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state[0]
+            fast = _head(lm, hidden).float()
+            lm.fast_head = bool(torch.allclose(fast, full, atol=1e-3, rtol=1e-3))
+        except (AttributeError, TypeError, NotImplementedError):
+            lm.fast_head = False
+    return lm.fast_head
+
+
+def _logits_at(lm: LanguageModel, ids, mask, position_ids, rows, cols) -> torch.Tensor:
+    """Logits ``[n, vocabulary]`` at the (row, column) positions only: the LM head, often the
+    largest matrix of a small multilingual model, is applied to the scored positions alone."""
+    kwargs = dict(input_ids=ids, attention_mask=mask, position_ids=position_ids, use_cache=False)
+    if _head_matches(lm):
+        hidden = lm.model.get_decoder()(**kwargs).last_hidden_state
+        return _head(lm, hidden[rows, cols])
+    return lm.model(**kwargs).logits[rows, cols]
+
+
 @torch.inference_mode()
 def _score_batch(lm: LanguageModel, items: list[_Encoded], padding_side: str) -> list[np.ndarray]:
     device = lm.device
@@ -146,8 +182,6 @@ def _score_batch(lm: LanguageModel, items: list[_Encoded], padding_side: str) ->
         mask[b, start:start + len(e.ids)] = 1
         starts.append(start)
     position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
-    logits = lm.model(input_ids=ids.to(device), attention_mask=mask.to(device),
-                      position_ids=position_ids.to(device), use_cache=False).logits
     # rows predicting each scored token: position p predicts token p + 1
     rows, cols, targets, counts = [], [], [], []
     for b, (e, s) in enumerate(zip(items, starts)):
@@ -158,10 +192,12 @@ def _score_batch(lm: LanguageModel, items: list[_Encoded], padding_side: str) ->
         counts.append(len(positions))
     if not rows:
         return [np.zeros(0) for _ in items]
+    logits = _logits_at(lm, ids.to(device), mask.to(device), position_ids.to(device),
+                        torch.tensor(rows, device=device), torch.tensor(cols, device=device))
     # float32 logits are normalised in float64: a float32 sum over a 50k-260k vocabulary is only
     # good to ~1e-5 nats per token, which would not survive summing over a sentence.
     acc = torch.float64 if logits.dtype == torch.float32 else torch.float32
-    sel = logits[torch.tensor(rows, device=device), torch.tensor(cols, device=device)].to(acc)
+    sel = logits.to(acc)
     tgt = torch.tensor(targets, device=device)
     lp = sel.gather(-1, tgt[:, None])[:, 0] - torch.logsumexp(sel, dim=-1)
     lp = lp.double().cpu().numpy()
@@ -189,12 +225,17 @@ def token_scores(lm: LanguageModel, texts: list[str], *, bos_policy: str = "bos"
         ValueError: empty text, unknown policy/padding side, tokenizer without BOS/EOS.
         FloatingPointError: a log-probability is NaN or infinite (names the text and token).
     """
+    texts = list(texts)
+    return _score_encoded(lm, texts, _encode(lm.tokenizer, texts, bos_policy), bos_policy,
+                          batch_size, token_budget, padding_side, progress)
+
+
+def _score_encoded(lm, texts, encoded, bos_policy, batch_size, token_budget, padding_side,
+                   progress) -> list[TokenScores]:
     if padding_side not in ("left", "right"):
         raise ValueError(f"padding_side must be 'left' or 'right', got {padding_side!r}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    texts = list(texts)
-    encoded = _encode(lm.tokenizer, texts, bos_policy)
     batches = _batches([len(e.ids) for e in encoded], batch_size, token_budget)
     logprobs: list[np.ndarray | None] = [None] * len(texts)
     bar = tqdm(total=len(texts), desc=progress if isinstance(progress, str) else "scoring",
@@ -216,6 +257,46 @@ def token_scores(lm: LanguageModel, texts: list[str], *, bos_policy: str = "bos"
                                lm.tokenizer.convert_ids_to_tokens(ids), e.offsets, lp,
                                bos_policy, e.ids[:e.n_context]))
     return out
+
+
+def continuation_scores(lm: LanguageModel, contexts: list[str], continuations: list[str], *,
+                        batch_size: int = 16, token_budget: int | None = None,
+                        padding_side: str = "right", progress: bool | str = False
+                        ) -> list[TokenScores]:
+    """Log-probabilities (nats) of each continuation given BOS + its context, in input order.
+
+    The answer tokens are taken from encoding ``context + continuation`` *together* (never the
+    continuation alone, which tokenizes differently at its start): every token whose character
+    span ends after ``len(context)`` belongs to the continuation. A token that straddles the
+    boundary (a prompt ending without a space, e.g. ``"答："`` + ``"猫"``) is therefore scored as
+    part of the answer, so no answer character is ever used as context. ``TokenScores.text`` is
+    the continuation and its offsets point into it. Used by the *Meta* method.
+
+    Raises:
+        ValueError: lengths differ, an empty context or continuation, or a continuation that
+            adds no token.
+        FloatingPointError: as :func:`token_scores`.
+    """
+    contexts, continuations = list(contexts), list(continuations)
+    if len(contexts) != len(continuations):
+        raise ValueError(f"{len(contexts)} contexts but {len(continuations)} continuations")
+    tok = lm.tokenizer
+    full = [c + a for c, a in zip(contexts, continuations)]
+    for i, (c, a) in enumerate(zip(contexts, continuations)):
+        if not c or not a:
+            raise ValueError(f"pair #{i}: empty context or continuation ({c!r}, {a!r})")
+    enc = tok(full, add_special_tokens=False, return_offsets_mapping=True)
+    encoded = []
+    for i, (c, ids, offs) in enumerate(zip(contexts, enc["input_ids"], enc["offset_mapping"])):
+        offs = np.asarray(offs, dtype=np.int64).reshape(-1, 2)
+        answer = np.flatnonzero(offs[:, 1] > len(c))
+        if len(answer) == 0:
+            raise ValueError(f"pair #{i}: continuation {continuations[i]!r} adds no token")
+        k = int(answer[0])
+        encoded.append(_Encoded([_context_token(tok)] + list(ids), 1 + k,
+                                np.clip(offs[k:] - len(c), 0, None)))
+    return _score_encoded(lm, continuations, encoded, "bos", batch_size, token_budget,
+                          padding_side, progress)
 
 
 def sequence_scores(lm: LanguageModel, texts: list[str], **kwargs) -> pd.DataFrame:
