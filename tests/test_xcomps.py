@@ -198,3 +198,18 @@ def test_probe_separable_and_refusals():
         neuro.probe_layers(states, np.ones(60), groups)
     with pytest.raises(neuro.ProbeError, match="fewer than the 5 folds"):
         neuro.probe_layers(states[:33], np.r_[np.ones(3), np.zeros(30)], np.arange(33))
+
+
+def test_upstream_english_comps_jsonl_builds_sentences(tmp_path, monkeypatch):
+    """COMPS stores prefix + property phrase; the sentence is 'prefix property_phrase.'."""
+    (tmp_path / "xcomps").mkdir()
+    recs = [{"id": i, "property": "can fly", "acceptable_concept": "robin",
+             "unacceptable_concept": neg, "prefix_acceptable": "A robin",
+             "prefix_unacceptable": f"A {neg}", "property_phrase": "can fly",
+             "negative_sample_type": t, "similarity": 0.5}
+            for i, (neg, t) in enumerate([("penguin", "taxonomic"), ("stone", "random")])]
+    (tmp_path / "xcomps" / "comps_base.jsonl").write_text("\n".join(map(json.dumps, recs)) + "\n")
+    monkeypatch.setenv("XCOMPS_DATA_DIR", str(tmp_path))
+    df = xcomps.load_xcomps("en", source="upstream")
+    assert list(df.good) == ["A robin can fly."] * 2 and list(df.bad) == ["A penguin can fly.", "A stone can fly."]
+    assert (df.dataset == "comps").all()

@@ -225,6 +225,24 @@ def _frame(rows: list[dict], path: Path) -> pd.DataFrame:
     return df[PAIR_COLUMNS]
 
 
+def read_jsonl(path: Path) -> list[tuple[int, dict]]:
+    """``(line number, record)`` of every non-blank line of a JSON-lines file.
+
+    Raises:
+        DataError: a line is not valid JSON (names the file and row).
+    """
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                out.append((line_no, json.loads(line)))
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}, row {line_no}: malformed JSON ({exc.msg})") from exc
+    return out
+
+
 def blimp_phenomena() -> list[str]:
     """The 67 BLiMP phenomena (file stems) listed in ``data/blimp.json``."""
     return [f.removesuffix(".jsonl") for f in manifest("blimp")["files"]]
@@ -245,24 +263,17 @@ def load_blimp(phenomenon: str, data_dir=None, verify: bool = True) -> pd.DataFr
         raise DataError(f"unknown BLiMP phenomenon {phenomenon!r}; did you mean {close}?")
     path = dataset_file("blimp", f"{phenomenon}.jsonl", data_dir, verify)
     rows = []
-    with open(path, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}, row {line_no}: malformed JSON ({exc.msg})") from exc
-            rows.append({
-                "pair_id": str(rec.get("pairID", line_no - 1)),
-                "dataset": "blimp",
-                "subset": phenomenon,
-                "good": _require(rec, "sentence_good", path, line_no),
-                "bad": _require(rec, "sentence_bad", path, line_no),
-                "source_row": line_no,
-                "extra": json.dumps({"linguistics_term": rec.get("linguistics_term"),
-                                     "field": rec.get("field")}),
-            })
+    for line_no, rec in read_jsonl(path):
+        rows.append({
+            "pair_id": str(rec.get("pairID", line_no - 1)),
+            "dataset": "blimp",
+            "subset": phenomenon,
+            "good": _require(rec, "sentence_good", path, line_no),
+            "bad": _require(rec, "sentence_bad", path, line_no),
+            "source_row": line_no,
+            "extra": json.dumps({"linguistics_term": rec.get("linguistics_term"),
+                                 "field": rec.get("field")}),
+        })
     return _frame(rows, path)
 
 

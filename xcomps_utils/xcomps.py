@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .data import PAIR_COLUMNS, ChecksumError, DataError, _download, manifest, pivotal_spans
+from .data import (PAIR_COLUMNS, ChecksumError, DataError, _download, manifest, pivotal_spans,
+                   read_jsonl)
 from .paths import cache_dir, repo_root
 
 __all__ = ["XCOMPS_LANGUAGES", "SAMPLE_LANGUAGES", "NEGATIVE_TYPES", "REQUIRED_FIELDS",
@@ -93,23 +94,16 @@ def xcomps_file(lang: str, source: str = "sample", data_dir=None, verify: bool =
 
 
 def _records(path: Path) -> list[tuple[str, dict]]:
-    text = path.read_text(encoding="utf-8")
     if path.suffix == ".jsonl":
         out = []
-        for line_no, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}, row {line_no}: malformed JSON ({exc.msg})") from exc
+        for line_no, rec in read_jsonl(path):
             for side in ("acceptable", "unacceptable"):  # COMPS stores prefix + property phrase
                 if f"{side}_sent" not in rec and f"prefix_{side}" in rec and "property_phrase" in rec:
                     rec[f"{side}_sent"] = f"{rec[f'prefix_{side}']} {rec['property_phrase']}."
             out.append((str(rec.get("id", line_no - 1)), rec))
         return out
     try:
-        data = json.loads(text)
+        data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: malformed JSON at line {exc.lineno} ({exc.msg})") from exc
     if isinstance(data, dict):
