@@ -97,7 +97,8 @@ def test_offsets_point_into_the_original_text(lm):
 
 
 def test_bos_is_not_doubled_for_tokenizers_that_add_one(lm):
-    # SmolLM2's tokenizer adds no BOS; force one that does and check exactly one BOS is used.
+    # Texts are encoded without special tokens and the BOS is prepended once, so a tokenizer that
+    # adds its own BOS (Gemma) cannot double it; here: exactly one BOS, in first place.
     enc = scoring._encode(lm.tokenizer, ["Hi there."], "bos")[0]
     assert enc.ids.count(lm.tokenizer.bos_token_id) == 1 and enc.ids[0] == lm.tokenizer.bos_token_id
 

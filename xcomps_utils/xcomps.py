@@ -24,6 +24,7 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .data import (PAIR_COLUMNS, ChecksumError, DataError, _download, manifest, pivotal_spans,
@@ -188,8 +189,6 @@ def load_languages(langs: list[str], source: str = "sample", data_dir=None,
     out = pd.concat(frames, ignore_index=True)
     if items_per_language is not None:
         props = sorted(set(out["property"]))
-        import numpy as np
-
         rng = np.random.default_rng(seed)
         keep = set(rng.choice(props, size=min(items_per_language, len(props)), replace=False))
         out = out[out["property"].isin(keep)].reset_index(drop=True)
