@@ -22,7 +22,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from xcomps_utils import data, models, scoring
+import transformers
+
+from xcomps_utils import data, meta, models, perplexity, scoring, xcomps
 
 
 def matmul_gflops(n: int = 2048, reps: int = 10) -> float:
@@ -58,87 +60,157 @@ def run_minicons(path, texts, batch_size):
     return np.array(out)
 
 
-def run_lm_eval(path, pairs, batch_size):
-    """lm-evaluation-harness on a local task: the pairs as two choices (BLiMP's own setup)."""
+def run_lm_eval(path, contexts, choices, batch_size, delimiter=" ", add_bos=False):
+    """lm-evaluation-harness on a local multiple-choice task, one document per context with its
+    choices (BLiMP's own setup for sentences: empty context). Returns (seconds, [docs, choices]
+    log-likelihoods)."""
     import lm_eval
     from lm_eval.tasks import TaskManager
 
     tmp = Path(tempfile.mkdtemp())
-    with open(tmp / "pairs.jsonl", "w") as f:
-        for g, b in zip(pairs.good, pairs.bad):
-            f.write(json.dumps({"sentence_good": g, "sentence_bad": b}) + "\n")
+    with open(tmp / "docs.jsonl", "w") as f:
+        for c, ch in zip(contexts, choices):
+            f.write(json.dumps({"context": c, "choices": list(ch)}) + "\n")
     (tmp / "xcomps_bench.yaml").write_text(
         "task: xcomps_bench\ndataset_path: json\n"
-        f"dataset_kwargs:\n  data_files:\n    test: {tmp / 'pairs.jsonl'}\n"
-        "test_split: test\noutput_type: multiple_choice\ndoc_to_text: \"\"\n"
-        "doc_to_target: 0\ndoc_to_choice: \"{{[sentence_good, sentence_bad]}}\"\n"
-        "metric_list:\n  - metric: acc\n")
+        f"dataset_kwargs:\n  data_files:\n    test: {tmp / 'docs.jsonl'}\n"
+        "test_split: test\noutput_type: multiple_choice\ndoc_to_text: \"{{context}}\"\n"
+        f"target_delimiter: {json.dumps(delimiter)}\n"
+        "doc_to_target: 0\ndoc_to_choice: \"{{choices}}\"\nmetric_list:\n  - metric: acc\n")
+    model_args = f"pretrained={path},dtype=float32" + (",add_bos_token=True" if add_bos else "")
     start = time.perf_counter()
-    res = lm_eval.simple_evaluate(model="hf", model_args=f"pretrained={path},dtype=float32",
-                                  tasks=["xcomps_bench"], batch_size=batch_size, device="cpu",
-                                  task_manager=TaskManager(include_path=str(tmp)),
-                                  log_samples=True)
+    res = lm_eval.simple_evaluate(model="hf", model_args=model_args, tasks=["xcomps_bench"],
+                                  batch_size=batch_size, device="cpu",
+                                  task_manager=TaskManager(include_path=str(tmp)), log_samples=True)
     secs = time.perf_counter() - start
     samples = sorted(res["samples"]["xcomps_bench"], key=lambda s: s["doc_id"])
-    good = np.array([s["resps"][0][0][0] for s in samples])
-    bad = np.array([s["resps"][1][0][0] for s in samples])
-    return secs, good, bad
+    return secs, np.array([[r[0][0] for r in s["resps"]] for s in samples])
+
+
+@torch.inference_mode()
+def plain_continuations(lm, contexts, answers):
+    """Reference for prompts: BOS + context + answer in one forward pass, answer tokens from
+    encoding the whole text (as xcomps_utils and lm-eval do), float64 log-softmax."""
+    tok, out = lm.tokenizer, []
+    for c, a in zip(contexts, answers):
+        n_ctx = len(tok(c, add_special_tokens=False)["input_ids"])
+        ids = [tok.bos_token_id] + tok(c + a, add_special_tokens=False)["input_ids"]
+        logp = lm.model(torch.tensor([ids])).logits[0].double().log_softmax(-1)
+        out.append(float(logp[torch.arange(n_ctx, len(ids) - 1), torch.tensor(ids[n_ctx + 1:])].sum()))
+    return np.array(out)
+
+
+def n_tokens(lm, texts, extra=1):
+    return sum(len(lm.tokenizer(t, add_special_tokens=False)["input_ids"]) + extra for t in texts)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--pairs", type=int, default=1000)
-    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--pairs", type=int, default=1000, help="BLiMP pairs (sentences part)")
+    ap.add_argument("--batch-size", type=int, default=16, help="the peers' batch size")
+    ap.add_argument("--parts", nargs="*", default=["sentences", "meta", "prompts"])
+    ap.add_argument("--prompt-items", type=int, default=100,
+                    help="BLiMP pairs turned into perplexity prompts (8 prompt pairs each)")
+    ap.add_argument("--check", type=int, default=300,
+                    help="texts of the meta/prompts parts checked against a plain loop")
     ap.add_argument("--skip", nargs="*", default=[], help="peers to skip: plain minicons lm_eval")
     args = ap.parse_args()
-    pairs = data.sample_pairs(data.load_task("blimp_anaphor"), args.pairs, seed=0)
-    texts = list(pairs.good) + list(pairs.bad)
     lm = models.load_model("smollm2-135m-instruct", device="cpu", dtype="float32")
     path = lm.source["converted_to"]
     n_params = sum(p.numel() for p in lm.model.parameters())
-    tokens = sum(len(lm.tokenizer(t, add_special_tokens=False)["input_ids"]) + 1 for t in texts)
     gemm = matmul_gflops()
     print(f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
-          f"torch {torch.__version__}; {len(pairs)} pairs, {tokens} tokens (with BOS); "
-          f"float32 matmul {gemm:.0f} GFLOP/s")
-    scoring.sequence_scores(lm, texts[:64], batch_size=args.batch_size)  # warm-up (kernels, checks)
-    rows = {}
+          f"torch {torch.__version__}, transformers {transformers.__version__}; float32 matmul "
+          f"{gemm:.0f} GFLOP/s; xcomps_utils token budget {scoring.default_token_budget(lm)}")
+    scoring.sequence_scores(lm, ["A warm-up sentence."] * 64)  # kernels, the LM-head check
 
-    def record(name, secs, ref=None, got=None):
-        rows[name] = {"secs": secs, "pairs/s": len(pairs) / secs,
-                      "GFLOP/s": 2 * n_params * tokens / secs / 1e9,
-                      "max |dlogp|": float(np.abs(got - ref).max()) if got is not None else float("nan")}
+    def table(title, unit, n, tokens, rows, ours):
+        print(f"\n### {title}\n\n{n} {unit}, {tokens} tokens as full texts (with BOS)\n")
+        print(f"| scorer | {unit}/s | {ours} / it | model GFLOP/s | % of matmul | "
+              f"max abs diff vs plain loop (nats) |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        for name, (secs, diff) in rows.items():
+            flops = 2 * n_params * tokens / secs / 1e9
+            print(f"| {name} | {n / secs:.1f} | {rows[ours][0] and secs / rows[ours][0]:.2f} | "
+                  f"{flops:.0f} | {100 * flops / gemm:.0f}% | {diff:.2e} |")
 
-    ref = {}
-    if "plain" not in args.skip:
+    def timed(f):
         start = time.perf_counter()
-        ref["bos"] = plain_loop(lm, texts, "bos")
-        record("plain loop (bos)", time.perf_counter() - start, ref["bos"], ref["bos"])
-        ref["lm_eval"] = plain_loop(lm, texts, "lm_eval")  # reference only, not timed
-    start = time.perf_counter()
-    ours = scoring.sequence_scores(lm, texts, bos_policy="bos", batch_size=args.batch_size)
-    record("xcomps_utils (bos)", time.perf_counter() - start, ref.get("bos"),
-           ours.logprob_sum.to_numpy() if "bos" in ref else None)
-    if "minicons" not in args.skip:
-        start = time.perf_counter()
-        got = run_minicons(path, texts, args.batch_size)
-        record(f"minicons batch {args.batch_size} (bos_token=True)", time.perf_counter() - start,
-               ref.get("bos"), got if "bos" in ref else None)
-    if "lm_eval" not in args.skip:
-        secs, good, bad = run_lm_eval(path, pairs, args.batch_size)
-        got = np.r_[good, bad]
-        record(f"lm-eval batch {args.batch_size} (BOS + ' ' + text)", secs, ref.get("lm_eval"),
-               got if "lm_eval" in ref else None)
-        start = time.perf_counter()
-        ours_le = scoring.sequence_scores(lm, texts, bos_policy="lm_eval", batch_size=args.batch_size)
-        record("xcomps_utils (lm_eval policy)", time.perf_counter() - start, ref.get("lm_eval"),
-               ours_le.logprob_sum.to_numpy() if "lm_eval" in ref else None)
-    mine = rows["xcomps_utils (bos)"]["pairs/s"]
-    print(f"\n| scorer | pairs/s | xcomps_utils / it | GFLOP/s | % of matmul | max abs diff vs plain loop (nats) |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for name, r in rows.items():
-        print(f"| {name} | {r['pairs/s']:.1f} | {mine / r['pairs/s']:.2f} | {r['GFLOP/s']:.0f} | "
-              f"{100 * r['GFLOP/s'] / gemm:.0f}% | {r['max |dlogp|']:.2e} |")
+        out = f()
+        return time.perf_counter() - start, out
+
+    def maxdiff(got, ref):
+        return float(np.abs(np.asarray(got)[:len(ref)] - ref).max()) if len(ref) else float("nan")
+
+    if "sentences" in args.parts:
+        pairs = data.sample_pairs(data.load_task("blimp_anaphor"), args.pairs, seed=0)
+        texts = list(pairs.good) + list(pairs.bad)
+        rows, ref = {}, {}
+        if "plain" not in args.skip:
+            secs, ref["bos"] = timed(lambda: plain_loop(lm, texts, "bos"))
+            rows["plain loop (bos), one sentence at a time"] = (secs, 0.0)
+            ref["lm_eval"] = plain_loop(lm, texts, "lm_eval")  # reference only, not timed
+        for policy in ("bos", "lm_eval"):
+            secs, got = timed(lambda: scoring.sequence_scores(lm, texts, bos_policy=policy))
+            rows[f"xcomps_utils ({policy} policy)"] = (secs, maxdiff(got.logprob_sum, ref.get(policy, [])))
+        secs, got = timed(lambda: scoring.sequence_scores(lm, texts, batch_size=args.batch_size,
+                                                          token_budget=None, shared_prefix=False))
+        rows[f"xcomps_utils (bos), batch {args.batch_size} like the peers"] = (
+            secs, maxdiff(got.logprob_sum, ref.get("bos", [])))
+        if "minicons" not in args.skip:
+            secs, got = timed(lambda: run_minicons(path, texts, args.batch_size))
+            rows[f"minicons batch {args.batch_size} (bos_token=True)"] = (secs, maxdiff(got, ref.get("bos", [])))
+        if "lm_eval" not in args.skip:
+            secs, ll = run_lm_eval(path, [""] * len(pairs), list(zip(pairs.good, pairs.bad)),
+                                   args.batch_size)
+            rows[f"lm-eval batch {args.batch_size} (BOS + ' ' + text)"] = (
+                secs, maxdiff(np.r_[ll[:, 0], ll[:, 1]], ref.get("lm_eval", [])))
+        table(f"Sentences: BLiMP anaphor_gender_agreement", "pairs", len(pairs),
+              n_tokens(lm, texts), rows, "xcomps_utils (bos policy)")
+
+    if "meta" in args.parts:
+        xc = xcomps.load_languages(["en", "de", "fr", "zh", "vi", "tr", "hu"])  # the sample
+        prompts = meta.build_meta_prompts(xc)
+        contexts = list(prompts.context) * 2
+        answers = list(prompts.answer_good) + list(prompts.answer_bad)
+        k = min(args.check, len(prompts))
+        check = list(range(k)) + list(range(len(prompts), len(prompts) + k))
+        ref = plain_continuations(lm, [contexts[i] for i in check], [answers[i] for i in check])
+        rows = {}
+        for name, shared in (("xcomps_utils, shared prompt", True), ("xcomps_utils, no sharing", False)):
+            secs, got = timed(lambda: scoring.continuation_scores(lm, contexts, answers,
+                                                                  shared_prefix=shared))
+            rows[name] = (secs, maxdiff(np.array([got[i].total for i in check]), ref))
+        if "lm_eval" not in args.skip:
+            secs, ll = run_lm_eval(path, list(prompts.context),
+                                   list(zip(prompts.answer_good, prompts.answer_bad)),
+                                   args.batch_size, delimiter="", add_bos=True)
+            got = np.r_[ll[:, 0], ll[:, 1]]
+            rows[f"lm-eval batch {args.batch_size} (BOS, context + answer)"] = (
+                secs, maxdiff(got[check], ref))
+        table(f"Meta prompts, XCOMPS sample ({len(xc)} pairs, {xc.lang.nunique()} languages, "
+              "both option orders), two answers each", "prompts", len(prompts),
+              n_tokens(lm, [c + a for c, a in zip(contexts, answers)]), rows,
+              "xcomps_utils, shared prompt")
+
+    if "prompts" in args.parts:
+        pairs = perplexity.load_perplexity_task("blimp_anaphor").head(args.prompt_items)
+        pps = perplexity.build_prompt_pairs(pairs, perplexity.load_wordings("blimp"))
+        texts = [t for pp in pps for t in (pp.correct, pp.incorrect)]
+        ref = plain_loop(lm, texts[:args.check], "lm_eval")
+        rows = {}
+        for name, shared in (("xcomps_utils (lm_eval policy), shared prefixes", True),
+                             ("xcomps_utils (lm_eval policy), no sharing", False)):
+            secs, got = timed(lambda: scoring.sequence_scores(lm, texts, bos_policy="lm_eval",
+                                                              shared_prefix=shared))
+            rows[name] = (secs, maxdiff(got.logprob_sum, ref))
+        if "lm_eval" not in args.skip:
+            secs, ll = run_lm_eval(path, [""] * len(pps), [(pp.correct, pp.incorrect) for pp in pps],
+                                   args.batch_size)
+            rows[f"lm-eval batch {args.batch_size} (BOS + ' ' + text)"] = (secs, maxdiff(ll.ravel(), ref))
+        table(f"Token-level perplexity prompts, {len(pairs)} BLiMP anaphor items x "
+              f"{len(pps) // len(pairs)} prompt pairs", "prompt pairs", len(pps),
+              n_tokens(lm, texts, extra=2), rows, "xcomps_utils (lm_eval policy), shared prefixes")
 
 
 if __name__ == "__main__":

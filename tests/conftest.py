@@ -35,3 +35,14 @@ def lm():
     from xcomps_utils.models import load_model
 
     return load_model("smollm2-135m-instruct", device="cpu", dtype="float32")
+
+
+@pytest.fixture(scope="session")
+def gemma():
+    """Gemma-3-270M (embedded, cached after its first conversion); skipped if not installed."""
+    from xcomps_utils.models import load_model
+
+    try:
+        return load_model("gemma-3-270m", device="cpu", dtype="float32")
+    except ModuleNotFoundError as e:
+        pytest.skip(str(e))

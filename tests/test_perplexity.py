@@ -21,8 +21,9 @@ def _check_alignment(lm, pairs, wordings):
         sa, sb = token_scores(lm, [pp.correct, pp.incorrect])
         # every token of both prompts is in exactly one group: surprisal is conserved
         assert g.n_tokens_correct.sum() == len(sa.logprobs) and g.n_tokens_incorrect.sum() == len(sb.logprobs)
-        assert g.s_correct.sum() == pytest.approx(-sa.total, abs=1e-9)
-        assert g.s_incorrect.sum() == pytest.approx(-sb.total, abs=1e-9)
+        # (scored in other batches, with other shared prefixes: equal within 1e-4, not bitwise)
+        assert g.s_correct.sum() == pytest.approx(-sa.total, abs=1e-4)
+        assert g.s_incorrect.sum() == pytest.approx(-sb.total, abs=1e-4)
         assert (g.n_tokens_correct >= 1).all() and (g.n_tokens_incorrect >= 1).all()
         # every character belongs to exactly one group (a group may be non-contiguous)
         assert sorted("".join(g.text)) == sorted(pp.correct)

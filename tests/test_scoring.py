@@ -19,10 +19,10 @@ TEXTS = [
     "He couldn't figure out the issue with the rope, but he tried not to get too down on himself.",
 ]
 
-# float32 forward passes of different shapes round differently (the BLAS picks its kernel by
-# matrix size): measured per-token differences between batched and one-at-a-time scoring are
-# ~1e-6, at most 1.6e-5 on a 2-token text. Tolerance: 1e-5 nats plus float32 relative precision
-# (2e-6) of the log-probability.
+# Batches hold texts of one length (never padded), so a text's forward pass is the same whatever
+# its batch: measured differences from one-at-a-time scoring are at most ~3e-6 nats per token.
+# With padding they reached 1.9e-4 ("Roger could annoy itself.", see scoring._batches).
+# Tolerance: 1e-5 nats plus float32 relative precision (2e-6) of the log-probability.
 ATOL, RTOL = 1e-5, 2e-6
 
 
@@ -38,18 +38,32 @@ def plain_loop(lm, text, policy):
     return np.array([logp[t - 1, ids[t]].item() for t in range(1, len(ids))])
 
 
+# Same token length as a text above (checked): they share its batch.
+TWINS = ["Katherine can't help himself.", "Karla could listen to herself.", "Roger could annoy itself.",
+         "Roger could annoy himself.", "x", "y"]
+
+
 @pytest.fixture(scope="module")
 def reference(lm):
-    return {p: [plain_loop(lm, t, p) for t in TEXTS] for p in BOS_POLICIES}
+    ref = {p: [plain_loop(lm, t, p) for t in TEXTS] for p in BOS_POLICIES}
+    ref.update({p + "_twins": [plain_loop(lm, t, p) for t in TWINS] for p in BOS_POLICIES})
+    return ref
+
+
+def test_batches_hold_one_length_and_are_never_padded(lm):
+    lengths = [len(e.ids) for e in scoring._encode(lm.tokenizer, TEXTS + TWINS, "bos")]
+    batches = scoring._batches(lengths, None, 4096)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    assert all(len({lengths[i] for i in b}) == 1 for b in batches)
+    assert max(len(b) for b in batches) >= 3  # the test above does batch
 
 
 @pytest.mark.parametrize("policy", list(BOS_POLICIES))
-@pytest.mark.parametrize("batch_size", [1, 3, 8])
-@pytest.mark.parametrize("padding_side", ["right", "left"])
-def test_batched_equals_plain_loop(lm, reference, policy, batch_size, padding_side):
-    got = token_scores(lm, TEXTS, bos_policy=policy, batch_size=batch_size,
-                       padding_side=padding_side)
-    for text, s, ref in zip(TEXTS, got, reference[policy]):
+@pytest.mark.parametrize("batch_size", [1, 3, None])
+def test_batched_equals_plain_loop(lm, reference, policy, batch_size):
+    texts = TEXTS + TWINS  # texts of one length share a batch
+    got = token_scores(lm, texts, bos_policy=policy, batch_size=batch_size)
+    for text, s, ref in zip(texts, got, reference[policy] + reference[policy + "_twins"]):
         assert s.text == text  # input order
         np.testing.assert_allclose(s.logprobs, ref, rtol=RTOL, atol=ATOL, err_msg=text)
         assert abs(s.total - ref.sum()) <= ATOL + RTOL * abs(ref.sum()) * 2
@@ -123,8 +137,6 @@ def test_bad_input_is_refused(lm):
         token_scores(lm, ["fine", ""])
     with pytest.raises(ValueError, match="unknown bos_policy"):
         token_scores(lm, ["fine"], bos_policy="first")
-    with pytest.raises(ValueError, match="padding_side"):
-        token_scores(lm, ["fine"], padding_side="middle")
 
 
 def test_sequence_scores_columns(lm):
@@ -142,3 +154,84 @@ def test_embedded_model_beats_chance_on_blimp_anaphor(lm, data_dir):
     assert np.isfinite(scored[["good_logprob", "bad_logprob"]].to_numpy()).all()
     row = stats.accuracy_table(scored).iloc[0]
     assert row.n == 50 and row.ci_low > 0.5, row
+
+
+# Texts sharing prefixes the way the perplexity and Meta prompts do (one wording, both orders;
+# a prompt with two answers), plus texts that share nothing.
+WORDING = "This is an underspecified sentence: '{}'. This is its more specified counterpart: '{}'."
+PROMPTS = [WORDING.format(a, b) for a, b in (
+    (TEXTS[0], TEXTS[6]), (TEXTS[6], TEXTS[0]), (TEXTS[4], TEXTS[7]), (TEXTS[7], TEXTS[4]))] + [
+    TEXTS[2], TEXTS[1], WORDING.format(TEXTS[5], TEXTS[5])]
+
+
+@pytest.mark.parametrize("token_budget", ["auto", 60])
+def test_shared_prefix_equals_scoring_full_texts(lm, token_budget):
+    """Prefix reuse (issue 5) gives the plain loop's log-probabilities: per token within the
+    batched tolerance doubled (two more GEMM shapes), per text within 1e-4 nats."""
+    groups = scoring.prefix_groups([e.ids for e in scoring._encode(lm.tokenizer, PROMPTS, "bos")])
+    assert any(p > 0 and len(m) > 2 for p, m in groups)  # the path under test is taken
+    got = token_scores(lm, PROMPTS, token_budget=token_budget)
+    for text, s in zip(PROMPTS, got):
+        ref = plain_loop(lm, text, "bos")
+        np.testing.assert_allclose(s.logprobs, ref, rtol=RTOL, atol=2 * ATOL, err_msg=text)
+        assert abs(s.total - ref.sum()) < 1e-4
+
+
+def test_shared_prefix_continuations_equal_full_texts(lm):
+    ctx = ["Question: Which one can fly: a robin or a penguin?\nAnswer:",
+           "Question: Which one can fly: a penguin or a robin?\nAnswer:"]
+    contexts, answers = ctx * 2, [" a robin", " a robin", " a penguin", " a penguin"]
+    shared = scoring.continuation_scores(lm, contexts, answers)
+    full = scoring.continuation_scores(lm, contexts, answers, shared_prefix=False)
+    for a, b in zip(shared, full):
+        assert a.tokens == b.tokens and abs(a.total - b.total) < 1e-4
+
+
+def test_prefix_groups_cover_every_text_once():
+    seqs = [[1, 2, 3, 4, 5, 6], [1, 2, 3, 4, 5, 7], [1, 2, 3, 4, 5, 6], [1, 2, 3, 9], [8], [1, 2]]
+    groups = scoring.prefix_groups(seqs, min_prefix=3)
+    assert sorted(i for _, m in groups for i in m) == list(range(len(seqs)))
+    for p, m in groups:
+        assert (p == 0) == (len(m) == 1)
+        assert all(len(seqs[i]) > p and seqs[i][:p] == seqs[m[0]][:p] for i in m)
+    # the three sequences sharing 5 tokens form one group (identical ones keep a token each)
+    assert (5, [0, 2, 1]) in [(p, m) for p, m in groups]
+
+
+def test_interrupted_run_resumes_from_finished_batches(lm, tmp_path, monkeypatch):
+    path = tmp_path / "scores.jsonl"
+    clean = token_scores(lm, TEXTS, batch_size=3, shared_prefix=False)
+    calls, interrupt = [], {"next": True}
+    real = scoring._score_batch
+
+    def flaky(lm_, items):
+        calls.append(len(items))
+        if len(calls) == 2 and interrupt["next"]:
+            interrupt["next"] = False
+            raise RuntimeError("interrupted")
+        return real(lm_, items)
+
+    monkeypatch.setattr(scoring, "_score_batch", flaky)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        token_scores(lm, TEXTS, batch_size=3, checkpoint=path)
+    finished = calls[0]
+    with open(path, "a") as f:  # an interrupted write leaves half a line
+        f.write('{"i": [4, 5], "lp": [[-1.0')
+    calls.clear()
+    resumed = token_scores(lm, TEXTS, batch_size=3, checkpoint=path)
+    assert sum(calls) == len(TEXTS) - finished  # the finished batch was not recomputed
+    for a, b in zip(resumed, clean):
+        np.testing.assert_allclose(a.logprobs, b.logprobs, rtol=RTOL, atol=ATOL)
+    calls.clear()
+    token_scores(lm, TEXTS, batch_size=3, checkpoint=path)
+    assert calls == []  # everything finished: nothing recomputed
+    with pytest.warns(UserWarning, match="starting over"):
+        other = token_scores(lm, TEXTS[:2], batch_size=3, checkpoint=path)
+    assert other[0].text == TEXTS[0] and sum(calls) == 2
+
+
+def test_shared_prefix_on_gemma_equals_plain_loop(gemma):
+    """Gemma-3: another architecture, sliding-window layers and a 262k vocabulary."""
+    for text, s in zip(PROMPTS, token_scores(gemma, PROMPTS)):
+        ref = plain_loop(gemma, text, "bos")
+        assert len(s.logprobs) == len(ref) and abs(s.total - ref.sum()) < 1e-4, text

@@ -68,9 +68,12 @@ def build_meta_prompts(pairs: pd.DataFrame, use_chat_template: bool = False,
     return pd.DataFrame(rows)
 
 
-def score_meta(lm, pairs: pd.DataFrame, use_chat_template: bool = False, batch_size: int = 16,
-               progress: bool | str = False) -> pd.DataFrame:
+def score_meta(lm, pairs: pd.DataFrame, use_chat_template: bool = False, **kwargs) -> pd.DataFrame:
     """The Meta method on XCOMPS pairs (from :func:`xcomps_utils.xcomps.load_xcomps`).
+
+    Each prompt is computed once for its two answers (shared prefix, see
+    :func:`xcomps_utils.scoring.continuation_scores`, which takes the keyword arguments:
+    ``batch_size``, ``token_budget``, ``progress``, ``checkpoint`` to resume an interrupted run).
 
     Returns:
         ``pairs`` plus ``meta_good``/``meta_bad`` (answer log-probabilities in nats, mean over the
@@ -81,7 +84,7 @@ def score_meta(lm, pairs: pd.DataFrame, use_chat_template: bool = False, batch_s
     prompts = build_meta_prompts(pairs, use_chat_template, lm.tokenizer)
     contexts = list(prompts["context"]) * 2
     answers = list(prompts["answer_good"]) + list(prompts["answer_bad"])
-    scores = continuation_scores(lm, contexts, answers, batch_size=batch_size, progress=progress)
+    scores = continuation_scores(lm, contexts, answers, **kwargs)
     n = len(prompts)
     prompts["lp_good"] = [s.total for s in scores[:n]]
     prompts["lp_bad"] = [s.total for s in scores[n:]]

@@ -271,10 +271,13 @@ def _metrics(groups: pd.DataFrame) -> dict:
     return out
 
 
-def score_prompt_pairs(lm, prompt_pairs: list[PromptPair], batch_size: int = 16,
-                       token_budget: int | None = None, progress: bool | str = False
+def score_prompt_pairs(lm, prompt_pairs: list[PromptPair], **kwargs
                        ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Score every prompt and compute accuracy and proportions per prompt pair.
+
+    Prompts are scored with :func:`xcomps_utils.scoring.token_scores` (BOS policy ``bos``), which
+    takes the keyword arguments (``batch_size``, ``token_budget``, ``progress``, ``checkpoint``);
+    the template text the prompts share is computed once (``shared_prefix``).
 
     Returns:
         ``(metrics, groups)``: ``metrics`` has one row per prompt pair (``item``, ``wording``,
@@ -285,8 +288,7 @@ def score_prompt_pairs(lm, prompt_pairs: list[PromptPair], batch_size: int = 16,
         ``delta_ppl`` and ``delta_s``.
     """
     texts = list(dict.fromkeys(t for pp in prompt_pairs for t in (pp.correct, pp.incorrect)))
-    scores = dict(zip(texts, token_scores(lm, texts, bos_policy="bos", batch_size=batch_size,
-                                          token_budget=token_budget, progress=progress)))
+    scores = dict(zip(texts, token_scores(lm, texts, bos_policy="bos", **kwargs)))
     rows, tables = [], []
     for pp in prompt_pairs:
         sa, sb = scores[pp.correct], scores[pp.incorrect]
