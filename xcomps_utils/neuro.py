@@ -1,6 +1,6 @@
 """*Neuro*: what the hidden states know (the probing method of XCOMPS, He et al., 2025).
 
-For each sentence, the hidden state of its last non-padding token is read at every layer:
+For each sentence, the hidden state of its last token is read at every layer:
 the embedding output plus the output of each of the ``L`` blocks, ``L + 1`` states, with the last
 one *after* the final normalisation (transformers' ``output_hidden_states`` convention; tested by
 checking that the LM head applied to it gives the model's logits). Forward hooks keep only the last

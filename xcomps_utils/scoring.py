@@ -231,6 +231,11 @@ def _target_logprobs(lm: LanguageModel, states: torch.Tensor, targets: list[int]
     return torch.cat(out).numpy()
 
 
+def _pad_id(lm: LanguageModel) -> int:
+    pad = lm.tokenizer.pad_token_id
+    return pad if pad is not None else _context_token(lm.tokenizer)
+
+
 def _gather(x: torch.Tensor, rows: list[int], cols: list[int]) -> torch.Tensor:
     return x[torch.tensor(rows, dtype=torch.long, device=x.device),
              torch.tensor(cols, dtype=torch.long, device=x.device)]
@@ -307,8 +312,8 @@ def _score_shared(lm: LanguageModel, encoded: list[_Encoded],
                   groups: list[tuple[int, list[int]]], token_budget: int):
     """Score the members of prefix groups whose prefixes have one length ``P``. Stage 1 runs the
     prefixes once (one row per group) and keeps their key/value cache; stage 2 runs the members'
-    remaining tokens, batched by length, on copies of their groups' cache rows (positions
-    continue from ``P``). Prefix tokens that members score are scored once per group.
+    remaining tokens, longest first and right-padded, on copies of their groups' cache rows
+    (positions continue from ``P``). Prefix tokens that members score are scored once per group.
 
     Yields ``(indices, [n_scored] log-probabilities per index)`` per stage-2 batch.
     """
@@ -333,15 +338,22 @@ def _score_shared(lm: LanguageModel, encoded: list[_Encoded],
     past_kv = [(layer.keys, layer.values) for layer in cache.layers]
     del hidden, cache
     group_of = {i: g for g, (_, members) in enumerate(groups) for i in members}
-    members = list(group_of)
-    lengths = [len(encoded[i].ids) for i in members]
-    for batch in _batches(lengths, None, token_budget):
-        batch = [members[j] for j in batch]
+    members = sorted(group_of, key=lambda i: -len(encoded[i].ids))
+    # Stage 2 pads on the right without an attention mask: in a causal model no real token
+    # attends to a later (padding) one, and with a cache the attention is masked explicitly
+    # anyway, so padding changes no kernel here (unlike in _batches).
+    taken = 0
+    while taken < len(members):
+        longest = len(encoded[members[taken]].ids)
+        batch = members[taken:taken + max(1, token_budget // longest)]
+        taken += len(batch)
         gidx = [group_of[i] for i in batch]
         plen = [width] * len(batch)
         g_t = torch.tensor(gidx, device=device)
-        out = decoder(input_ids=torch.tensor([encoded[i].ids[width:] for i in batch], device=device),
-                      use_cache=True,
+        suffix = torch.full((len(batch), longest - width), _pad_id(lm), dtype=torch.long)
+        for b, i in enumerate(batch):
+            suffix[b, :len(encoded[i].ids) - width] = torch.tensor(encoded[i].ids[width:])
+        out = decoder(input_ids=suffix.to(device), use_cache=True,
                       **{kw: DynamicCache([(k[g_t], v[g_t]) for k, v in past_kv],
                                           config=cfg)}).last_hidden_state
         rows, cols, targets, counts = [], [], [], []
