@@ -165,7 +165,7 @@ def main():
                                    args.batch_size)
             rows[f"lm-eval batch {args.batch_size} (BOS + ' ' + text)"] = (
                 secs, maxdiff(np.r_[ll[:, 0], ll[:, 1]], ref.get("lm_eval", [])))
-        table(f"Sentences: BLiMP anaphor_gender_agreement", "pairs", len(pairs),
+        table("Sentences: BLiMP anaphor_gender_agreement", "pairs", len(pairs),
               n_tokens(lm, texts), rows, "xcomps_utils (bos policy)")
 
     if "meta" in args.parts:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from types import SimpleNamespace
 
 import numpy as np
 import torch

@@ -3,7 +3,6 @@
 import json
 from pathlib import Path
 
-import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 

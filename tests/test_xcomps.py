@@ -1,12 +1,10 @@
 import functools
 import http.server
 import json
-import re
 import shutil
 import threading
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 
