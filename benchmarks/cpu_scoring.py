@@ -24,7 +24,7 @@ import torch
 
 import transformers
 
-from xcomps_utils import data, meta, models, perplexity, scoring, xcomps
+from xcomps_utils import data, encoding, meta, models, perplexity, scoring, tasks, xcomps
 
 
 def matmul_gflops(n: int = 2048, reps: int = 10) -> float:
@@ -121,7 +121,7 @@ def main():
     gemm = matmul_gflops()
     print(f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
           f"torch {torch.__version__}, transformers {transformers.__version__}; float32 matmul "
-          f"{gemm:.0f} GFLOP/s; xcomps_utils token budget {scoring.default_token_budget(lm)}")
+          f"{gemm:.0f} GFLOP/s; xcomps_utils token budget {encoding.default_token_budget(lm)}")
     scoring.sequence_scores(lm, ["A warm-up sentence."] * 64)  # kernels, the LM-head check
 
     def table(title, unit, n, tokens, rows, ours):
@@ -143,7 +143,7 @@ def main():
         return float(np.abs(np.asarray(got)[:len(ref)] - ref).max()) if len(ref) else float("nan")
 
     if "sentences" in args.parts:
-        pairs = data.sample_pairs(data.load_task("blimp_anaphor"), args.pairs, seed=0)
+        pairs = data.sample_pairs(tasks.load("blimp_anaphor"), args.pairs, seed=0)
         texts = list(pairs.good) + list(pairs.bad)
         rows, ref = {}, {}
         if "plain" not in args.skip:
@@ -194,7 +194,7 @@ def main():
               "xcomps_utils, shared prompt")
 
     if "prompts" in args.parts:
-        pairs = perplexity.load_perplexity_task("blimp_anaphor").head(args.prompt_items)
+        pairs = tasks.select("blimp_anaphor").head(args.prompt_items)
         pps = perplexity.build_prompt_pairs(pairs, perplexity.load_wordings("blimp"))
         texts = [t for pp in pps for t in (pp.correct, pp.incorrect)]
         ref = plain_loop(lm, texts[:args.check], "lm_eval")

@@ -31,7 +31,7 @@ import time
 import numpy as np
 import torch
 
-from xcomps_utils import scoring
+from xcomps_utils import encoding, scoring
 from xcomps_utils.models import LanguageModel
 
 PEAK = 989e12
@@ -67,7 +67,7 @@ def build(tiny: bool, dtype, device):
 def encoded(n, lo, hi, vocab, seed):
     rng = np.random.default_rng(seed)
     seqs = [[1] + rng.integers(3, vocab, int(rng.integers(lo, hi + 1))).tolist() for _ in range(n)]
-    return [scoring._Encoded(s, 1, np.zeros((len(s) - 1, 2), dtype=np.int64)) for s in seqs]
+    return [encoding.Encoded(s, 1, np.zeros((len(s) - 1, 2), dtype=np.int64)) for s in seqs]
 
 
 def meta_like(n, vocab, seed):
@@ -79,8 +79,8 @@ def meta_like(n, vocab, seed):
         context = [1] + instructions[k % 4] + rng.integers(3, vocab, int(rng.integers(16, 65))).tolist()
         for _ in range(2):
             answer = rng.integers(3, vocab, int(rng.integers(2, 5))).tolist()
-            out.append(scoring._Encoded(context + answer, len(context),
-                                        np.zeros((len(answer), 2), dtype=np.int64)))
+            out.append(encoding.Encoded(context + answer, len(context),
+                                         np.zeros((len(answer), 2), dtype=np.int64)))
     return out
 
 
@@ -118,8 +118,9 @@ def harness_batches(lm, items, bs=32):
 
 def ours(lm, items, token_budget, shared_prefix=True):
     texts = [str(i) for i in range(len(items))]
-    return [s.total for s in scoring._score_encoded(lm, texts, items, "bos", None, token_budget,
-                                                    shared_prefix, False, None)]
+    return [s.total for s in scoring.score_encoded(lm, items, texts=texts, bos_policy="bos",
+                                                   batch_size=None, token_budget=token_budget,
+                                                   shared_prefix=shared_prefix, progress=False)]
 
 
 def timed(fn, device):
@@ -140,7 +141,7 @@ def main():
     device = "cuda" if torch.cuda.is_available() and not args.tiny else "cpu"
     n = 64 if args.tiny else args.n
     lm = build(args.tiny, torch.bfloat16 if device == "cuda" else torch.float32, device)
-    budget = scoring.default_token_budget(lm) if args.token_budget == "auto" else int(args.token_budget)
+    budget = encoding.default_token_budget(lm) if args.token_budget == "auto" else int(args.token_budget)
     params = sum(p.numel() for p in lm.model.parameters())
     vocab = lm.model.config.vocab_size
     name = torch.cuda.get_device_name() if device == "cuda" else "cpu"

@@ -14,6 +14,27 @@ def _data_dir() -> Path | None:
     return beside if beside.is_dir() else None
 
 
+# Tests that load a real model (the `lm` or `gemma` fixture, directly, through another fixture, or
+# by name: a parameter "lm"/"gemma" passed to request.getfixturevalue) or execute notebooks take
+# seconds to minutes: they are marked `slow`, so `pytest -m "not slow"` runs the quick ones and
+# plain `pytest` still runs everything.
+SLOW_FIXTURES = {"lm", "gemma"}
+SLOW_FILES = {"test_notebooks.py"}
+
+
+def _is_slow(item) -> bool:
+    if item.path.name in SLOW_FILES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return any(isinstance(v, str) and v in SLOW_FIXTURES for v in params.values())
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if _is_slow(item):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     """The offline data folder (XCOMPS_DATA_DIR, else ../shared/data beside the checkout)."""

@@ -5,7 +5,7 @@ import warnings
 
 import pytest
 
-from xcomps_utils import data
+from xcomps_utils import data, tasks
 from xcomps_utils.data import ChecksumError, DataError, DataQualityWarning
 
 
@@ -14,7 +14,7 @@ from xcomps_utils.data import ChecksumError, DataError, DataQualityWarning
 def test_real_files_load_with_schema(data_dir, task, rows):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DataQualityWarning)
-        df = data.load_task(task)
+        df = tasks.load(task)
     assert len(df) == rows
     assert list(df.columns) == data.PAIR_COLUMNS + ["task"]
     assert df["pair_id"].is_unique
@@ -123,7 +123,7 @@ def test_unknown_names():
     with pytest.raises(DataError, match="did you mean"):
         data.load_blimp("anaphor_gender_agreemnt")
     with pytest.raises(DataError, match="unknown task"):
-        data.load_task("blimp_anaphora")
+        tasks.load("blimp_anaphora")
 
 
 def test_pivotal_spans():

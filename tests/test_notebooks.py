@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -29,19 +31,35 @@ def test_parameters_cell_survives_jupytext():
     assert len(tagged) == 1 and "n_pairs = 200" in tagged[0].source
 
 
-def test_direct_scoring_notebook_small_run(data_dir, tmp_path):
-    from xcomps_utils.results import read_results
+def _errors(nb):
+    return [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
 
-    nb = _run(tmp_path, "direct_scoring", n_pairs=6, convention_pairs=12, batch_size=4,
-              output_dir=str(tmp_path / "results"))
-    errors = [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
-    assert not errors
-    df, prov = read_results(tmp_path / "results" / "direct_smollm2-135m-instruct.parquet")
-    assert len(df) == 24 and set(df.task) == {"blimp_anaphor", "blimp_animacy", "crows_pairs", "dust"}
-    assert prov["parameters"]["n_pairs"] == 6 and prov["parameters"]["bos_policy"] == "bos"
-    assert "crows_pairs/crows_pairs_anonymized.csv" in prov["data_sha256"]
-    text = json.dumps(nb)
-    assert "image/png" in text  # figures were drawn
+
+def test_direct_scoring_notebook_renders_again_from_its_store(data_dir, tmp_path):
+    from xcomps_utils.store import Store
+
+    store = tmp_path / "results"
+    nb = _run(tmp_path, "direct_scoring", n_pairs=6, convention_pairs=12, store=str(store))
+    assert not _errors(nb) and "image/png" in json.dumps(nb)  # figures were drawn
+    runs = Store(store).runs()
+    assert len(runs) == 4 and set(runs.bos_policy) == {"bos", "drop_first", "lm_eval"}
+    main = runs[runs.pairs == 24].run.item()
+    measures = Store(store).measures([main])
+    assert set(measures.task) == {"blimp_anaphor", "blimp_animacy", "crows_pairs", "dust"}
+    record = Store(store).run(main).record
+    assert "crows_pairs/crows_pairs_anonymized.csv" in record["provenance"]["data_sha256"]
+    # the second time, every run is in the store: the page renders without loading a model
+    again = _run(tmp_path, "direct_scoring", n_pairs=6, convention_pairs=12, store=str(store))
+    text = json.dumps(again)
+    assert not _errors(again) and "read from the results store" in text and "image/png" in text
+    assert len(Store(store).runs()) == 4  # nothing recomputed beside
+
+
+def test_bad_parameter_is_named(data_dir, tmp_path):
+    import papermill
+
+    with pytest.raises(papermill.PapermillExecutionError, match="parameter 'n_pairs' must be"):
+        _run(tmp_path, "direct_scoring", n_pairs="abc", store=str(tmp_path / "results"))
 
 
 def test_reproducibility_notebook_runs(data_dir, tmp_path):
@@ -49,36 +67,33 @@ def test_reproducibility_notebook_runs(data_dir, tmp_path):
     assert "verified" in json.dumps(nb)
 
 
-
-
 def test_token_perplexity_notebooks_small_run(data_dir, tmp_path):
-    from xcomps_utils.results import read_results
+    from xcomps_utils.store import Store
 
-    nb = _run(tmp_path, "token_perplexity_results", items_per_task=2, batch_size=8,
-              tasks=["blimp_anaphor", "crows_pairs", "nonsense"],
-              output_dir=str(tmp_path / "results"))
-    errors = [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
-    assert not errors
-    metrics, prov = read_results(tmp_path / "results" / "token_ppl_smollm2-135m-instruct_prompt_pairs.parquet")
-    assert len(metrics) == 3 * 2 * 8 and prov["parameters"]["items_per_task"] == 2
-    groups, _ = read_results(tmp_path / "results" / "token_ppl_smollm2-135m-instruct_tokens.parquet")
+    store = tmp_path / "results"
+    nb = _run(tmp_path, "token_perplexity_results", items_per_task=2,
+              tasks=["blimp_anaphor", "crows_pairs", "nonsense"], store=str(store))
+    assert not _errors(nb)
+    (rid,) = Store(store).runs().run
+    metrics = Store(store).measures([rid])
+    assert metrics[["task", "pair_id", "wording", "order"]].drop_duplicates().shape[0] == 3 * 2 * 8
+    groups = Store(store).detail(rid, "ppl_groups")
     assert set(groups.category) == {"pivotal", "period", "other"}
-    method = _run(tmp_path, "token_perplexity_method")
-    assert not [o for c in method["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    method = _run(tmp_path, "token_perplexity_method", store=str(store))
+    assert not _errors(method)
 
 
 def test_xcomps_notebooks_small_run(tmp_path):
-    from xcomps_utils.results import read_results
+    from xcomps_utils.store import Store
 
+    store = tmp_path / "results"
     nb = _run(tmp_path, "xcomps_results", model="smollm2-135m-instruct", items_per_language=5,
-              languages=["en", "de", "zh"], batch_size=8, output_dir=str(tmp_path / "results"))
-    errors = [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
-    assert not errors
-    pairs, prov = read_results(tmp_path / "results" / "xcomps_sample_smollm2-135m-instruct_pairs.parquet")
-    assert len(pairs) == 3 * 5 * 4 and prov["parameters"]["source"] == "sample"
-    assert {"meta_correct", "direct_correct", "meta_mass"} <= set(pairs.columns)
-    probes, _ = read_results(tmp_path / "results" / "xcomps_sample_smollm2-135m-instruct_probes.parquet")
-    assert probes.layer.max() == 30 and len(probes) == 3 * 4 * 31
+              languages=["en", "de", "zh"], store=str(store))
+    assert not _errors(nb)
+    runs = Store(store).runs().set_index("method")
+    assert set(runs.index) == {"meta", "direct", "neuro"} and set(runs.pairs) == {3 * 5 * 4}
+    probes = Store(store).measures([runs.loc["neuro", "run"]])
+    assert probes.layer.max() == 30 and probes[["lang", "subset"]].drop_duplicates().shape[0] == 3 * 4 + 3
     assert "not comparable" in json.dumps(nb)  # the sample notice is on the page
     ds = _run(tmp_path, "xcomps_dataset", languages=["en", "de"])
     assert "not comparable" in json.dumps(ds)

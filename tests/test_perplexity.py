@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils import data, nonsense
+from xcomps_utils import data, nonsense, tasks
 from xcomps_utils import perplexity as P
 
 
@@ -89,7 +89,7 @@ def test_metrics_exactly_one_when_only_pivotal_groups_differ():
 
 
 def test_accuracy_is_the_mean_over_eight_prompt_pairs(lm):
-    pairs = data.sample_pairs(data.load_task("blimp_anaphor"), 2, seed=1)
+    pairs = data.sample_pairs(tasks.load("blimp_anaphor"), 2, seed=1)
     pps = P.build_prompt_pairs(pairs, P.load_wordings("blimp"))
     assert len(pps) == 2 * 8
     assert {(pp.wording, pp.order) for pp in pps if pp.item == 0} == {
@@ -131,7 +131,7 @@ def test_selection_rules_keep_pairs_whole(data_dir):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", data.DataQualityWarning)
         dust, crows = data.load_dust(), data.load_crows_pairs()
-    sel_d, sel_c = P.select_dust(dust), P.select_crows(crows)
+    sel_d, sel_c = tasks.select("dust"), tasks.select("crows_pairs")
     assert 0 < len(sel_d) < len(dust) and 0 < len(sel_c) < len(crows)
     for sel, full in ((sel_d, dust), (sel_c, crows)):
         merged = sel.merge(full, on="pair_id", suffixes=("", "_src"))

@@ -3,8 +3,8 @@ import pandas as pd
 import pytest
 import torch
 
-from xcomps_utils import scoring
-from xcomps_utils.scoring import BOS_POLICIES, score_pairs, sequence_scores, token_scores
+from xcomps_utils import encoding, methods, scoring
+from xcomps_utils.scoring import BOS_POLICIES, sequence_scores, token_scores
 
 # Mixed lengths: real BLiMP / CrowS / DUST sentences, a one-token text, a two-token text.
 TEXTS = [
@@ -21,7 +21,7 @@ TEXTS = [
 
 # Batches hold texts of one length (never padded), so a text's forward pass is the same whatever
 # its batch: measured differences from one-at-a-time scoring are at most ~3e-6 nats per token.
-# With padding they reached 1.9e-4 ("Roger could annoy itself.", see scoring._batches).
+# With padding they reached 1.9e-4 ("Roger could annoy itself.", see encoding.length_batches).
 # Tolerance: 1e-5 nats plus float32 relative precision (2e-6) of the log-probability.
 ATOL, RTOL = 1e-5, 2e-6
 
@@ -51,8 +51,8 @@ def reference(lm):
 
 
 def test_batches_hold_one_length_and_are_never_padded(lm):
-    lengths = [len(e.ids) for e in scoring._encode(lm.tokenizer, TEXTS + TWINS, "bos")]
-    batches = scoring._batches(lengths, None, 4096)
+    lengths = [len(e.ids) for e in encoding.encode(lm.tokenizer, TEXTS + TWINS, "bos")]
+    batches = encoding.length_batches(lengths, None, 4096)
     assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
     assert all(len({lengths[i] for i in b}) == 1 for b in batches)
     assert max(len(b) for b in batches) >= 3  # the test above does batch
@@ -77,7 +77,7 @@ def test_token_budget_batches_give_same_scores(lm, reference):
 
 def test_batches_respect_token_budget():
     lengths = [5, 30, 7, 12, 12, 3, 25]
-    batches = scoring._batches(lengths, batch_size=100, token_budget=40)
+    batches = encoding.length_batches(lengths, batch_size=100, token_budget=40)
     assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
     for b in batches:
         assert len(b) == 1 or len(b) * max(lengths[i] for i in b) <= 40
@@ -93,8 +93,9 @@ def test_one_token_text(lm):
 def test_identical_texts_identical_scores(lm):
     a, b, c = token_scores(lm, [TEXTS[0], TEXTS[2], TEXTS[0]], batch_size=3)
     np.testing.assert_array_equal(a.logprobs, c.logprobs)
-    pairs = pd.DataFrame({"good": [TEXTS[4]], "bad": [TEXTS[4]]})
-    out = score_pairs(lm, pairs)
+    pairs = pd.DataFrame({"dataset": ["handmade"], "pair_id": [0], "good": [TEXTS[4]],
+                          "bad": [TEXTS[4]]})
+    out = methods.run(lm, pairs, "direct", progress=False).wide()
     assert out.loc[0, "delta"] == 0 and bool(out.loc[0, "tie"]) and not bool(out.loc[0, "correct"])
 
 
@@ -113,7 +114,7 @@ def test_offsets_point_into_the_original_text(lm):
 def test_bos_is_not_doubled_for_tokenizers_that_add_one(lm):
     # Texts are encoded without special tokens and the BOS is prepended once, so a tokenizer that
     # adds its own BOS (Gemma) cannot double it; here: exactly one BOS, in first place.
-    enc = scoring._encode(lm.tokenizer, ["Hi there."], "bos")[0]
+    enc = encoding.encode(lm.tokenizer, ["Hi there."], "bos")[0]
     assert enc.ids.count(lm.tokenizer.bos_token_id) == 1 and enc.ids[0] == lm.tokenizer.bos_token_id
 
 
@@ -139,6 +140,35 @@ def test_bad_input_is_refused(lm):
         token_scores(lm, ["fine"], bos_policy="first")
 
 
+def test_bare_string_is_refused(lm):
+    with pytest.raises(TypeError, match="list"):
+        token_scores(lm, "hello")
+
+
+def test_no_texts_give_empty_results(lm):
+    assert token_scores(lm, []) == []
+    df = sequence_scores(lm, [])
+    assert len(df) == 0
+    assert list(df.columns) == ["text", "logprob_sum", "logprob_mean", "n_scored", "bos_policy"]
+
+
+def test_batch_size_zero_is_refused():
+    with pytest.raises(ValueError, match="batch_size"):
+        encoding.length_batches([3], batch_size=0, token_budget=None)
+
+
+def test_token_scores_round_trip_through_the_token_table(lm):
+    scores = token_scores(lm, TEXTS[:3])
+    table = scoring.token_table(scores)
+    table = table.assign(text=[scores[i].text for i in table["text_index"]])
+    for s in scores:
+        back = scoring.TokenScores.from_table(table, s.text)
+        assert back.text == s.text and back.tokens == s.tokens
+        np.testing.assert_array_equal(back.token_ids, s.token_ids)
+        np.testing.assert_array_equal(back.offsets, s.offsets)
+        np.testing.assert_array_equal(back.logprobs, s.logprobs)
+
+
 def test_sequence_scores_columns(lm):
     df = sequence_scores(lm, TEXTS[:3], bos_policy="lm_eval")
     assert list(df.columns) == ["text", "logprob_sum", "logprob_mean", "n_scored", "bos_policy"]
@@ -147,11 +177,11 @@ def test_sequence_scores_columns(lm):
 
 
 def test_embedded_model_beats_chance_on_blimp_anaphor(lm, data_dir):
-    from xcomps_utils import data, stats
+    from xcomps_utils import data, stats, tasks
 
-    pairs = data.sample_pairs(data.load_task("blimp_anaphor"), 50, seed=0)
-    scored = score_pairs(lm, pairs, batch_size=16)
-    assert np.isfinite(scored[["good_logprob", "bad_logprob"]].to_numpy()).all()
+    pairs = data.sample_pairs(tasks.load("blimp_anaphor"), 50, seed=0)
+    scored = methods.run(lm, pairs, "direct", batch_size=16, progress=False).wide()
+    assert np.isfinite(scored[["logprob_good", "logprob_bad"]].to_numpy()).all()
     row = stats.accuracy_table(scored).iloc[0]
     assert row.n == 50 and row.ci_low > 0.5, row
 
@@ -168,7 +198,7 @@ PROMPTS = [WORDING.format(a, b) for a, b in (
 def test_shared_prefix_equals_scoring_full_texts(lm, token_budget):
     """Prefix reuse (issue 5) gives the plain loop's log-probabilities: per token within the
     batched tolerance doubled (two more GEMM shapes), per text within 1e-4 nats."""
-    groups = scoring.prefix_groups([e.ids for e in scoring._encode(lm.tokenizer, PROMPTS, "bos")])
+    groups = scoring.prefix_groups([e.ids for e in encoding.encode(lm.tokenizer, PROMPTS, "bos")])
     assert any(p > 0 and len(m) > 2 for p, m in groups)  # the path under test is taken
     got = token_scores(lm, PROMPTS, token_budget=token_budget)
     for text, s in zip(PROMPTS, got):
@@ -196,38 +226,6 @@ def test_prefix_groups_cover_every_text_once():
         assert all(len(seqs[i]) > p and seqs[i][:p] == seqs[m[0]][:p] for i in m)
     # the three sequences sharing 5 tokens form one group (identical ones keep a token each)
     assert (5, [0, 2, 1]) in [(p, m) for p, m in groups]
-
-
-def test_interrupted_run_resumes_from_finished_batches(lm, tmp_path, monkeypatch):
-    path = tmp_path / "scores.jsonl"
-    clean = token_scores(lm, TEXTS, batch_size=3, shared_prefix=False)
-    calls, interrupt = [], {"next": True}
-    real = scoring._score_batch
-
-    def flaky(lm_, items):
-        calls.append(len(items))
-        if len(calls) == 2 and interrupt["next"]:
-            interrupt["next"] = False
-            raise RuntimeError("interrupted")
-        return real(lm_, items)
-
-    monkeypatch.setattr(scoring, "_score_batch", flaky)
-    with pytest.raises(RuntimeError, match="interrupted"):
-        token_scores(lm, TEXTS, batch_size=3, checkpoint=path)
-    finished = calls[0]
-    with open(path, "a") as f:  # an interrupted write leaves half a line
-        f.write('{"i": [4, 5], "lp": [[-1.0')
-    calls.clear()
-    resumed = token_scores(lm, TEXTS, batch_size=3, checkpoint=path)
-    assert sum(calls) == len(TEXTS) - finished  # the finished batch was not recomputed
-    for a, b in zip(resumed, clean):
-        np.testing.assert_allclose(a.logprobs, b.logprobs, rtol=RTOL, atol=ATOL)
-    calls.clear()
-    token_scores(lm, TEXTS, batch_size=3, checkpoint=path)
-    assert calls == []  # everything finished: nothing recomputed
-    with pytest.warns(UserWarning, match="starting over"):
-        other = token_scores(lm, TEXTS[:2], batch_size=3, checkpoint=path)
-    assert other[0].text == TEXTS[0] and sum(calls) == 2
 
 
 def test_shared_prefix_on_gemma_equals_plain_loop(gemma):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from xcomps_utils import data, meta, neuro, xcomps
+from xcomps_utils import data, encoding, meta, neuro, xcomps
 from xcomps_utils.data import ChecksumError, DataError
 
 
@@ -130,9 +130,7 @@ def test_meta_prompts_with_chat_template_have_one_bos(lm):
     ctx = prompts.context[0]
     assert ctx.count("<|im_start|>user") == 1 and ctx.endswith("assistant\nAnswer:")
     assert not ctx.startswith(lm.tokenizer.bos_token)  # scoring adds the one BOS
-    from xcomps_utils.scoring import _encode
-
-    ids = _encode(lm.tokenizer, [ctx], "bos")[0].ids
+    ids = encoding.encode(lm.tokenizer, [ctx], "bos")[0].ids
     # the scored ids are exactly the chat template's own tokens (one leading BOS, not two)
     question = ctx.split("<|im_start|>user\n")[1].split("<|im_end|>")[0]
     templ = lm.tokenizer.apply_chat_template([{"role": "user", "content": question}],
@@ -155,15 +153,14 @@ TEXTS = ["A robin can fly.", "Ein Pinguin kann fliegen.", "知更鸟会飞。", 
          "A hedgehog has sharp spines and lives in the garden behind the house."]
 
 
-def test_last_token_states_equal_unbatched(lm, tmp_path):
+def test_last_token_states_equal_unbatched(lm):
     single = np.stack([neuro.last_token_states(lm, [t])[0] for t in TEXTS])
     texts = TEXTS + ["A robin can swim."] + TEXTS  # batches of 2-3 texts of one length
     for budget in (None, 24):
-        batched = neuro.last_token_states(lm, texts, out_path=tmp_path / f"{budget}.npy",
-                                          token_budget=budget)
+        batched = neuro.last_token_states(lm, texts, token_budget=budget)
         np.testing.assert_allclose(batched[:5], single, atol=1e-4, rtol=1e-4)
         np.testing.assert_allclose(batched[6:], single, atol=1e-4, rtol=1e-4)
-        assert np.load(tmp_path / f"{budget}.npy").shape == (
+        assert batched.shape == (
             11, lm.model.config.num_hidden_layers + 1, lm.model.config.hidden_size)
 
 
@@ -179,50 +176,13 @@ def test_last_state_is_after_the_final_norm(lm):
 @pytest.mark.parametrize("model", ["lm", "gemma"])
 def test_hooked_states_equal_output_hidden_states(model, request):
     """Hooks give transformers' hidden_states (embedding output, scaled for Gemma; blocks; norm)."""
-    from xcomps_utils.scoring import _encode
-
     lm = request.getfixturevalue(model)
     for text in TEXTS:
-        ids = _encode(lm.tokenizer, [text], "bos")[0].ids
+        ids = encoding.encode(lm.tokenizer, [text], "bos")[0].ids
         with torch.no_grad():
             hs = lm.model.get_decoder()(torch.tensor([ids]), output_hidden_states=True)
         want = torch.stack([h[0, -1] for h in hs.hidden_states]).numpy()
         np.testing.assert_allclose(neuro.last_token_states(lm, [text])[0], want, atol=1e-5, rtol=0)
-
-
-def test_interrupted_states_resume(lm, tmp_path):
-    path, clean = tmp_path / "s.npy", neuro.last_token_states(lm, TEXTS, batch_size=2)
-    calls, stop = [], [1]
-
-    def count(module, args, kwargs):  # rows per forward; interrupts after `stop` batches
-        calls.append(len(kwargs["input_ids"]))
-        if stop[0] is not None and len(calls) > stop[0]:
-            raise KeyboardInterrupt
-
-    handle = lm.model.get_decoder().register_forward_pre_hook(count, with_kwargs=True)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            neuro.last_token_states(lm, TEXTS, out_path=path, batch_size=2)
-        finished = calls[0]
-        assert np.load(f"{path}.done.npy").sum() == finished >= 1
-        stop[0] = None
-        calls.clear()
-        states = neuro.last_token_states(lm, TEXTS, out_path=path, batch_size=2)
-        assert sum(calls) == len(TEXTS) - finished  # only the rows not done
-        np.testing.assert_allclose(states, clean, atol=1e-5, rtol=1e-5)
-        np.testing.assert_allclose(np.load(path), clean, atol=1e-5, rtol=1e-5)
-        calls.clear()
-        neuro.last_token_states(lm, TEXTS, out_path=path)
-        assert calls == []  # all done: nothing computed
-        with pytest.warns(UserWarning, match="starting over"):  # other texts: never mixed
-            other = neuro.last_token_states(lm, TEXTS[:4], out_path=path, batch_size=2)
-        assert sum(calls) == 4
-        np.testing.assert_allclose(other, clean[:4], atol=1e-4, rtol=1e-4)  # other batches
-        calls.clear()
-        neuro.last_token_states(lm, TEXTS[:4], out_path=path, resume=False)
-        assert sum(calls) == 4
-    finally:
-        handle.remove()
 
 
 def test_grouped_folds_keep_items_together():

@@ -20,8 +20,9 @@ extra          JSON object with the dataset's own extra fields (e.g. CrowS ``ste
 
 Data files are never committed to the project. They are read from the folder named by the
 environment variable ``XCOMPS_DATA_DIR`` (one sub-folder per dataset, as in ``../shared/data``)
-or, when it is unset, downloaded from the upstream commit pinned in ``data/<dataset>.json`` into
-the user cache. Either way each file's SHA-256 must equal the manifest's before a row is read.
+or, when it is unset, downloaded from the upstream commit pinned in the manifest
+``xcomps_utils/resources/<dataset>.json`` into the user cache. Either way each file's SHA-256 must
+equal the manifest's before a row is read.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .paths import cache_dir, repo_root
+from .paths import cache_dir, resources_dir
 
 __all__ = [
     "DataError",
@@ -55,9 +56,6 @@ __all__ = [
     "blimp_phenomena",
     "load_crows_pairs",
     "load_dust",
-    "load_task",
-    "task_files",
-    "data_checksums",
     "sample_pairs",
 ]
 
@@ -83,14 +81,15 @@ class DataQualityWarning(UserWarning):
 
 @lru_cache(maxsize=None)
 def manifest(dataset: str) -> dict:
-    """The manifest of ``dataset`` (``data/<dataset>.json``): pinned upstream, checksums, license.
+    """The manifest of ``dataset`` (``xcomps_utils/resources/<dataset>.json``): pinned upstream,
+    checksums, license.
 
     Raises:
         DataError: no manifest with that name.
     """
-    path = repo_root() / "data" / f"{dataset}.json"
+    path = resources_dir() / f"{dataset}.json"
     if not path.exists():
-        known = sorted(p.stem for p in (repo_root() / "data").glob("*.json"))
+        known = sorted(p.stem for p in resources_dir().glob("*.json"))
         raise DataError(f"no dataset manifest {path}; known datasets: {known}")
     return json.loads(path.read_text(encoding="utf-8"))
 
@@ -133,7 +132,8 @@ def dataset_file(dataset: str, filename: str, data_dir: str | os.PathLike | None
     meta = manifest(dataset)
     if filename not in meta["files"]:
         raise DataError(f"{filename!r} is not a file of dataset {dataset!r} "
-                        f"(manifest data/{dataset}.json lists {len(meta['files'])} files)")
+                        f"(manifest xcomps_utils/resources/{dataset}.json lists "
+                        f"{len(meta['files'])} files)")
     root = data_dir if data_dir is not None else os.environ.get("XCOMPS_DATA_DIR")
     if root:
         path = Path(root) / meta["folder"] / filename
@@ -149,7 +149,8 @@ def dataset_file(dataset: str, filename: str, data_dir: str | os.PathLike | None
         if got != want:
             raise ChecksumError(
                 f"{path}: SHA-256 {got} differs from the manifest's {want} "
-                f"(data/{dataset}.json, upstream commit {meta['commit']}); the file is truncated, "
+                f"(xcomps_utils/resources/{dataset}.json, upstream commit {meta['commit']}); "
+                f"the file is truncated, "
                 f"edited or of another version"
             )
     return path
@@ -244,7 +245,7 @@ def read_jsonl(path: Path) -> list[tuple[int, dict]]:
 
 
 def blimp_phenomena() -> list[str]:
-    """The 67 BLiMP phenomena (file stems) listed in ``data/blimp.json``."""
+    """The 67 BLiMP phenomena (file stems) listed in ``xcomps_utils/resources/blimp.json``."""
     return [f.removesuffix(".jsonl") for f in manifest("blimp")["files"]]
 
 
@@ -346,52 +347,6 @@ def load_dust(data_dir=None, verify: bool = True) -> pd.DataFrame:
             "extra": json.dumps({"type": rec["type"], "source_dataset": rec["dataset"]}),
         })
     return _frame(rows, path)
-
-
-TASKS = {
-    "blimp_anaphor": lambda **kw: load_blimp("anaphor_gender_agreement", **kw),
-    "blimp_animacy": lambda **kw: load_blimp("animate_subject_passive", **kw),
-    "crows_pairs": load_crows_pairs,
-    "dust": load_dust,
-}
-
-
-def task_files(task: str) -> list[tuple[str, str]]:
-    """``(dataset, file name)`` of the data files a task reads.
-
-    Raises:
-        DataError: unknown task name.
-    """
-    if task.startswith("blimp:"):
-        return [("blimp", task.split(":", 1)[1] + ".jsonl")]
-    files = {"blimp_anaphor": [("blimp", "anaphor_gender_agreement.jsonl")],
-             "blimp_animacy": [("blimp", "animate_subject_passive.jsonl")],
-             "crows_pairs": [("crows_pairs", "crows_pairs_anonymized.csv")],
-             "dust": [("dust", "experiment_1_data.csv")]}
-    if task not in files:
-        raise DataError(f"unknown task {task!r}; known: {sorted(files)} or 'blimp:<phenomenon>'")
-    return files[task]
-
-
-def data_checksums(tasks: list[str]) -> dict[str, str]:
-    """``{"<dataset>/<file>": sha256}`` of the manifest entries the tasks read (for provenance)."""
-    return {f"{d}/{f}": manifest(d)["files"][f] for t in tasks for d, f in task_files(t)}
-
-
-def load_task(task: str, data_dir=None, verify: bool = True) -> pd.DataFrame:
-    """Load a task by name: ``blimp_anaphor``, ``blimp_animacy``, ``crows_pairs``, ``dust``, or
-    ``blimp:<phenomenon>`` for any BLiMP phenomenon. Adds a ``task`` column.
-
-    Raises:
-        DataError: unknown task name (and everything the loaders raise).
-    """
-    if task.startswith("blimp:"):
-        df = load_blimp(task.split(":", 1)[1], data_dir=data_dir, verify=verify)
-    elif task in TASKS:
-        df = TASKS[task](data_dir=data_dir, verify=verify)
-    else:
-        raise DataError(f"unknown task {task!r}; known: {sorted(TASKS)} or 'blimp:<phenomenon>'")
-    return df.assign(task=task)
 
 
 def sample_pairs(pairs: pd.DataFrame, n: int | None, seed: int = 0,

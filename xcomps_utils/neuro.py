@@ -4,9 +4,10 @@ For each sentence, the hidden state of its last token is read at every layer:
 the embedding output plus the output of each of the ``L`` blocks, ``L + 1`` states, with the last
 one *after* the final normalisation (transformers' ``output_hidden_states`` convention; tested by
 checking that the LM head applied to it gives the model's logits). Forward hooks keep only the last
-token's state of each layer; states are extracted in batches and written to a ``.npy`` file on disk
-as they come, so memory stays bounded by one batch whatever the number of sentences, and an
-interrupted run resumes from its finished batches.
+token's state of each layer. :func:`xcomps_utils.methods.run` extracts one shard of sentences at a
+time and the results store writes each shard's states to a file of its own, so memory stays
+bounded by one shard whatever the number of sentences, and an interrupted run resumes from its
+finished shards (:mod:`xcomps_utils.store`).
 
 A probe per layer (standardisation + logistic regression) is trained to tell acceptable from
 unacceptable sentences, scored by F1 with 5-fold cross-validation *grouped by item*: all sentences
@@ -16,17 +17,14 @@ no sentence is tested on a probe that saw it.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from .scoring import _batches, _encode, default_token_budget
+from .encoding import check_texts, encode, length_batches, resolve_token_budget
 
 __all__ = ["last_token_states", "probe_layers", "probe_pairs", "ProbeError"]
 
@@ -35,44 +33,10 @@ class ProbeError(ValueError):
     """The probe cannot be trained as asked (one class, too few examples for the folds)."""
 
 
-def _fingerprint(lm, texts: list[str]) -> dict:
-    """What the states file depends on: a file with another fingerprint is never resumed."""
-    cfg = lm.model.config
-    return {"model": lm.name, "revision": lm.revision, "dtype": str(lm.dtype),
-            "n_texts": len(texts), "texts_sha256": hashlib.sha256(
-                json.dumps(texts, ensure_ascii=False).encode()).hexdigest(),
-            "layers": cfg.num_hidden_layers, "hidden_size": cfg.hidden_size}
-
-
-def _open_output(lm, texts, out_path, resume):
-    """The ``[N, L + 1, H]`` states array and the ``[N]`` done flags, fresh or resumed."""
-    cfg = lm.model.config
-    shape = (len(texts), cfg.num_hidden_layers + 1, cfg.hidden_size)
-    if out_path is None:
-        return np.empty(shape, dtype=np.float32), np.zeros(len(texts), dtype=bool)
-    out_path = Path(out_path)
-    record, done_path = Path(f"{out_path}.json"), Path(f"{out_path}.done.npy")
-    fingerprint = _fingerprint(lm, texts)
-    if resume and record.exists() and out_path.exists() and done_path.exists():
-        if json.loads(record.read_text()) == fingerprint:
-            return (np.lib.format.open_memmap(out_path, mode="r+"),
-                    np.lib.format.open_memmap(done_path, mode="r+"))
-        warnings.warn(f"{out_path} was made from other inputs or another model "
-                      f"({record} differs): starting over")
-    # record removed first and written last: an interrupted start is never taken for a resumable run
-    record.unlink(missing_ok=True)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    out = np.lib.format.open_memmap(out_path, mode="w+", dtype=np.float32, shape=shape)
-    done = np.lib.format.open_memmap(done_path, mode="w+", dtype=bool, shape=(len(texts),))
-    done.flush()
-    record.write_text(json.dumps(fingerprint, indent=1))
-    return out, done
-
-
 @torch.inference_mode()
-def last_token_states(lm, texts: list[str], out_path: str | Path | None = None,
-                      batch_size: int | None = None, token_budget: int | str | None = "auto",
-                      progress: bool | str = False, resume: bool = True) -> np.ndarray:
+def last_token_states(lm, texts: list[str], batch_size: int | None = None,
+                      token_budget: int | str | None = "auto",
+                      progress: bool | str = False) -> np.ndarray:
     """Last token's hidden state at every layer, for each text (BOS + text).
 
     The convention is transformers' ``output_hidden_states``: index 0 is the embedding output (as
@@ -84,34 +48,31 @@ def last_token_states(lm, texts: list[str], out_path: str | Path | None = None,
     :func:`xcomps_utils.scoring.token_scores` (``batch_size``, ``token_budget``): nothing is
     padded, so a text's states do not depend on the batch it ran in.
 
+    Memory: one batch's activations plus the ``[N, L + 1, H]`` float32 result. For runs too
+    large for memory, :func:`xcomps_utils.methods.run` extracts one shard of pairs at a time and
+    the results store keeps each shard's states in its own file (and resumes from them).
+
     Args:
-        out_path: ``.npy`` file written batch by batch (memory-mapped); ``None`` keeps it in RAM.
-            Beside it, ``<out_path>.done.npy`` (``[N]`` bool, the rows written) and
-            ``<out_path>.json`` (model name and revision, dtype, number and SHA-256 of the texts,
-            layers, hidden size).
+        texts: a list of ``N`` non-empty strings.
         progress: show a tqdm bar (a string is used as its description).
-        resume: with ``out_path``, when its record matches this call, compute only the rows not
-            yet done (an interrupted run goes on from its finished batches). A record that does
-            not match is overwritten, with a warning. ``False``: always start over.
 
     Returns:
-        ``[N, L + 1, H]`` float32 array (a memory map when ``out_path`` is given), input order.
+        ``[N, L + 1, H]`` float32 array, input order.
 
     Raises:
+        TypeError: a bare string instead of a list.
         ValueError: empty text.
         TypeError: the model has no decoder with ``layers`` and ``norm`` to hook.
         FloatingPointError: a non-finite state.
     """
-    texts = list(texts)
-    encoded = _encode(lm.tokenizer, texts, "bos")
+    encoded = encode(lm.tokenizer, check_texts(texts), "bos")
     decoder, n_layers = lm.model.get_decoder(), lm.model.config.num_hidden_layers
     if not (hasattr(decoder, "layers") and hasattr(decoder, "norm")):
         raise TypeError(f"{type(decoder).__name__} has no .layers and .norm: cannot hook its "
                         f"hidden states")
-    out, done = _open_output(lm, texts, out_path, resume)
-    todo = np.flatnonzero(~np.asarray(done))
-    if token_budget == "auto":
-        token_budget = default_token_budget(lm)
+    out = np.empty((len(encoded), n_layers + 1, lm.model.config.hidden_size), dtype=np.float32)
+    todo = np.arange(len(encoded))
+    token_budget = resolve_token_budget(lm, token_budget)
     picked = [None] * (n_layers + 1)
 
     def keep(k):
@@ -122,10 +83,10 @@ def last_token_states(lm, texts: list[str], out_path: str | Path | None = None,
 
     modules = [lm.model.get_input_embeddings(), *decoder.layers[:n_layers - 1], decoder.norm]
     handles = [m.register_forward_hook(keep(k)) for k, m in enumerate(modules)]
-    bar = tqdm(total=len(texts), initial=len(texts) - len(todo), unit="text", disable=not progress,
+    bar = tqdm(total=len(encoded), unit="text", disable=not progress,
                desc=progress if isinstance(progress, str) else "hidden states")
     try:
-        for batch in _batches([len(encoded[i].ids) for i in todo], batch_size, token_budget):
+        for batch in length_batches([len(encoded[i].ids) for i in todo], batch_size, token_budget):
             batch = todo[batch]  # texts of one length: no padding
             picked[:] = [None] * len(picked)
             decoder(input_ids=torch.tensor([encoded[i].ids for i in batch], device=lm.device),
@@ -137,10 +98,6 @@ def last_token_states(lm, texts: list[str], out_path: str | Path | None = None,
             if not np.isfinite(states).all():
                 raise FloatingPointError(f"non-finite hidden state in texts {batch[:5]}...")
             out[batch] = states
-            done[batch] = True
-            if out_path is not None:  # the states reach the file before the flags that say so
-                out.flush()
-                done.flush()
             bar.update(len(batch))
     finally:
         for h in handles:

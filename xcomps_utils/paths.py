@@ -1,4 +1,4 @@
-"""Where the project's own files and the user cache live."""
+"""Where the package's shipped files and the user cache live."""
 
 from __future__ import annotations
 
@@ -6,9 +6,12 @@ import os
 from pathlib import Path
 
 
-def repo_root() -> Path:
-    """The checkout this package is installed from (editable install): holds ``data/`` manifests."""
-    return Path(__file__).resolve().parent.parent
+def resources_dir() -> Path:
+    """The package's shipped files (``xcomps_utils/resources/``): dataset manifests
+    (``blimp.json``, ``crows_pairs.json``, ``dust.json``, ``xcomps.json``), ``languages.csv`` and
+    the XCOMPS sample ``sample/xcomps/``. Inside the installed package, so it works for editable
+    and non-editable installs alike."""
+    return Path(__file__).resolve().parent / "resources"
 
 
 def cache_dir() -> Path:

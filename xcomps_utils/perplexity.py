@@ -42,8 +42,7 @@ from .scoring import TokenScores, token_scores
 
 __all__ = ["load_wordings", "PromptPair", "build_prompt_pairs", "align_groups",
            "plain_proportion", "normalized_proportion", "score_prompt_pairs", "CATEGORIES",
-           "item_summary", "TASK_RULES", "load_perplexity_task",
-           "select_dust", "select_crows"]
+           "item_summary"]
 
 CATEGORIES = ("pivotal", "period", "other")
 _PERIODS = ".\u3002\uff0e"  # full stop, ideographic full stop, fullwidth full stop
@@ -271,13 +270,14 @@ def _metrics(groups: pd.DataFrame) -> dict:
     return out
 
 
-def score_prompt_pairs(lm, prompt_pairs: list[PromptPair], **kwargs
-                       ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def score_prompt_pairs(lm, prompt_pairs: list[PromptPair], *, return_scores: bool = False,
+                       **kwargs) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Score every prompt and compute accuracy and proportions per prompt pair.
 
     Prompts are scored with :func:`xcomps_utils.scoring.token_scores` (BOS policy ``bos``), which
-    takes the keyword arguments (``batch_size``, ``token_budget``, ``progress``, ``checkpoint``);
-    the template text the prompts share is computed once (``shared_prefix``).
+    takes the keyword arguments (``batch_size``, ``token_budget``, ``progress``); the template
+    text the prompts share is computed once (``shared_prefix``). With ``return_scores``, a third
+    element maps each prompt text to its :class:`~xcomps_utils.scoring.TokenScores`.
 
     Returns:
         ``(metrics, groups)``: ``metrics`` has one row per prompt pair (``item``, ``wording``,
@@ -302,7 +302,8 @@ def score_prompt_pairs(lm, prompt_pairs: list[PromptPair], **kwargs
         g["delta_ppl"] = g["ppl_incorrect"] - g["ppl_correct"]
         g["delta_s"] = g["s_incorrect"] - g["s_correct"]
         tables.append(g)
-    return pd.DataFrame(rows), pd.concat(tables, ignore_index=True)
+    out = pd.DataFrame(rows), pd.concat(tables, ignore_index=True)
+    return (*out, scores) if return_scores else out
 
 
 def item_summary(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -314,59 +315,3 @@ def item_summary(metrics: pd.DataFrame) -> pd.DataFrame:
     out.insert(0, "prompt_pairs", g.size())
     out.insert(1, "accuracy", g["correct"].mean())
     return out.reset_index()
-
-
-def select_dust(pairs: pd.DataFrame, max_blocks: int = 3) -> pd.DataFrame:
-    """DUST selection rule: unflagged pairs whose sentences differ in 1 to ``max_blocks`` places
-    (contiguous blocks of differing words, counted on the side with more blocks)."""
-    keep = ~(pairs["identical"] | pairs["duplicate"])
-    blocks = np.maximum(pairs["good_pivots"].map(len), pairs["bad_pivots"].map(len))
-    return pairs[keep & (blocks >= 1) & (blocks <= max_blocks)].reset_index(drop=True)
-
-
-def select_crows(pairs: pd.DataFrame) -> pd.DataFrame:
-    """CrowS selection rule: unflagged ``stereo`` rows whose sentences differ in exactly one
-    contiguous span of words on each side."""
-    stereo = pairs["extra"].map(lambda e: json.loads(e)["stereo_antistereo"] == "stereo")
-    keep = ~(pairs["identical"] | pairs["duplicate"]) & stereo
-    one = (pairs["good_pivots"].map(len) == 1) & (pairs["bad_pivots"].map(len) == 1)
-    return pairs[keep & one].reset_index(drop=True)
-
-
-TASK_RULES = {
-    "blimp_anaphor": ("blimp", "all 1,000 pairs of anaphor_gender_agreement (one differing word)"),
-    "blimp_animacy": ("blimp", "all 1,000 pairs of animate_subject_passive (one differing word)"),
-    "dust": ("dust", "experiment 1, stripped, no identical/duplicate pairs, sentences differing "
-                     "in 1 to 3 contiguous blocks of words"),
-    "crows_pairs": ("crows_pairs", "stereo rows only, no duplicates, sentences differing in "
-                                   "exactly one contiguous span of words"),
-    "nonsense": ("nonsense", "generated: 250 lists of 6 pseudo-words (seeded), one real word "
-                             "swapped in"),
-}
-
-
-def load_perplexity_task(task: str, seed: int = 0) -> pd.DataFrame:
-    """All selected pairs of a token-level perplexity task (before sampling), with a ``task``
-    column. Tasks and selection rules: :data:`TASK_RULES`.
-
-    Raises:
-        KeyError: unknown task.
-    """
-    import warnings
-
-    from . import data, nonsense
-
-    if task not in TASK_RULES:
-        raise KeyError(f"unknown task {task!r}; known: {sorted(TASK_RULES)}")
-    if task == "nonsense":
-        return nonsense.generate_nonsense(250, seed=seed).assign(task=task)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", data.DataQualityWarning)  # flagged pairs are dropped
-        pairs = data.load_task(task)
-    if task == "dust":
-        pairs = select_dust(pairs)
-    elif task == "crows_pairs":
-        pairs = select_crows(pairs)
-    else:
-        pairs = pairs[~(pairs["identical"] | pairs["duplicate"])].reset_index(drop=True)
-    return pairs.assign(task=task)

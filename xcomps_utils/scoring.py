@@ -16,12 +16,15 @@ How (issue 5, "scoring near the hardware limit"):
 
 - Texts are batched by length, longest first, up to a token budget (by default from the device's
   free memory, :func:`default_token_budget`), and returned in input order. A batch holds texts of
-  one length only, so nothing is padded (see :func:`_batches` for why this matters).
+  one length only, so nothing is padded (see :func:`xcomps_utils.encoding.length_batches` for
+  why this matters).
 - The LM head is applied only at scored positions and the log-softmax is taken a chunk of
   positions at a time (:data:`LOGIT_CHUNK_ELEMENTS`): no ``[batch, length, vocabulary]`` tensor.
 - Texts sharing a prefix (a prompt's instruction; a Meta prompt scored with two answers) are
   grouped (:func:`prefix_groups`); the prefix runs once and its key/value cache is reused.
-- With ``checkpoint=``, finished batches are appended to a file and an interrupted run resumes.
+
+Resuming an interrupted run is the results store's job (:mod:`xcomps_utils.store`), one finished
+shard of pairs at a time; this module only computes.
 
 In float32 the results equal a one-text-at-a-time forward pass (float64 log-softmax) within 1e-5
 nats per token whatever the batch size, and within 1e-4 per text with prefix sharing (tested).
@@ -30,30 +33,20 @@ A non-finite log-probability raises instead of reaching a result.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
-import json
-import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
+from .encoding import (BOS_POLICIES, Encoded, check_texts, context_token, default_token_budget,
+                       encode, length_batches, resolve_token_budget)
 from .models import LanguageModel
 
 __all__ = ["BOS_POLICIES", "TokenScores", "token_scores", "continuation_scores", "prefix_groups",
-           "default_token_budget",
-           "sequence_scores", "score_pairs", "token_table"]
-
-BOS_POLICIES = {
-    "bos": "BOS (EOS if none) prepended; every token of the text scored",
-    "drop_first": "no BOS; first token is context only (minicons default)",
-    "lm_eval": "BOS (EOS if none) then ' ' + text; every token scored (lm-eval default)",
-}
-
+           "score_encoded", "sequence_scores", "token_table", "default_token_budget"]
 
 @dataclass
 class TokenScores:
@@ -77,6 +70,23 @@ class TokenScores:
     bos_policy: str
     context_ids: list[int] = field(default_factory=list)
 
+    @classmethod
+    def from_table(cls, tokens: pd.DataFrame, text: str, bos_policy: str = "bos") -> "TokenScores":
+        """The scores of ``text`` from a token table with ``text`` (or one text's rows),
+        ``position``, ``token_id``, ``token``, ``start``, ``end``, ``logprob`` columns, such as
+        the results store's ``direct_tokens``.
+
+        Raises:
+            KeyError: the table has no row for ``text``.
+        """
+        rows = tokens[tokens["text"] == text] if "text" in tokens else tokens
+        if not len(rows):
+            raise KeyError(f"no scored tokens for {text!r}")
+        rows = rows.sort_values("position")
+        return cls(text, rows["token_id"].to_numpy(np.int64), list(rows["token"]),
+                   rows[["start", "end"]].to_numpy(np.int64), rows["logprob"].to_numpy(np.float64),
+                   bos_policy)
+
     @property
     def surprisals(self) -> np.ndarray:
         """``[n]`` surprisal ``-log p`` in nats."""
@@ -93,89 +103,8 @@ class TokenScores:
         return float(self.logprobs.mean()) if len(self.logprobs) else 0.0
 
 
-@dataclass
-class _Encoded:
-    ids: list[int]        # full input: context + text tokens
-    n_context: int        # leading ids that are not scored
-    offsets: np.ndarray   # [n_scored, 2]
-
-
-def _context_token(tokenizer) -> int:
-    tid = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
-    if tid is None:
-        raise ValueError("the tokenizer has neither a BOS nor an EOS token; use bos_policy='drop_first'")
-    return tid
-
-
-def _encode(tokenizer, texts: list[str], bos_policy: str) -> list[_Encoded]:
-    if bos_policy not in BOS_POLICIES:
-        raise ValueError(f"unknown bos_policy {bos_policy!r}; use one of {list(BOS_POLICIES)}")
-    for i, t in enumerate(texts):
-        if not isinstance(t, str) or not t:
-            raise ValueError(f"text #{i} is empty or not a string: {t!r}")
-    shift = 1 if bos_policy == "lm_eval" else 0
-    enc = tokenizer([" " + t if shift else t for t in texts], add_special_tokens=False,
-                    return_offsets_mapping=True)
-    out = []
-    for i, (ids, offs) in enumerate(zip(enc["input_ids"], enc["offset_mapping"])):
-        if not ids:
-            raise ValueError(f"text #{i} {texts[i]!r} encodes to no token")
-        offs = np.clip(np.asarray(offs, dtype=np.int64).reshape(-1, 2) - shift, 0, None)
-        if bos_policy == "drop_first":
-            out.append(_Encoded(list(ids), 1, offs[1:]))
-        else:
-            out.append(_Encoded([_context_token(tokenizer)] + list(ids), 1, offs))
-    return out
-
-
-def _batches(lengths: list[int], batch_size: int | None, token_budget: int | None
-             ) -> list[list[int]]:
-    """Indices in batches of texts of one length, longest first: at most ``batch_size`` texts
-    (``None``: no cap) and ``token_budget`` tokens (``None``: no cap; a text longer than the
-    budget gets a batch of its own).
-
-    No batch is ever padded. Besides wasting no work, this keeps scores independent of the
-    batch: a padded text goes through a longer attention computation than it does alone, which
-    rounds differently with or without an attention mask; measured on SmolLM2 in float32, up to
-    1.9e-4 nats per token ("Roger could annoy itself.", padded to a longer sentence), against
-    3e-6 without padding whatever the batch size (``tests/test_scoring.py``).
-    """
-    cap = batch_size or len(lengths) or 1
-    by_length: dict[int, list[int]] = {}
-    for i, n in enumerate(lengths):
-        by_length.setdefault(n, []).append(i)
-    batches = []
-    for n in sorted(by_length, reverse=True):
-        step = max(1, min(cap, token_budget // n if token_budget else cap))
-        same = by_length[n]
-        batches += [same[k:k + step] for k in range(0, len(same), step)]
-    return batches
-
-
 #: Logits exist for at most this many (position x vocabulary) elements at a time.
 LOGIT_CHUNK_ELEMENTS = 2 ** 23
-
-
-def default_token_budget(lm: LanguageModel) -> int:
-    """Tokens per forward pass (``texts x length``) for a model.
-
-    CPU: 2,048 (measured fastest on 2 cores among 1,024-4,096; ``benchmarks/cpu_scoring.py``).
-    CUDA: a quarter of the device's free memory (``torch.cuda.mem_get_info``) divided by an
-    estimate of one token's working memory in the model's precision: hidden state, attention
-    projections and MLP intermediate of the current layer plus the key/value cache of every
-    layer (kept for shared prefixes), clamped to [1,024, 131,072]. Logits do not count: they are
-    taken :data:`LOGIT_CHUNK_ELEMENTS` at a time.
-    """
-    if lm.device.type != "cuda":
-        return 2048
-    cfg = lm.model.config.get_text_config(decoder=True)
-    h, layers, heads = cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads
-    inter = getattr(cfg, "intermediate_size", None) or 4 * h
-    kv = (getattr(cfg, "num_key_value_heads", None) or heads) * (
-        getattr(cfg, "head_dim", None) or h // heads)
-    per_token = lm.model.dtype.itemsize * (6 * h + 3 * inter + 2 * kv * (layers + 1))
-    free, _ = torch.cuda.mem_get_info(lm.device)
-    return int(min(131072, max(1024, free // 4 // per_token)))
 
 
 def _head(lm: LanguageModel, hidden: torch.Tensor) -> torch.Tensor:
@@ -192,7 +121,7 @@ def _head_matches(lm: LanguageModel) -> bool:
     a model with other post-processing of its logits falls back to the full forward pass (and
     to no prefix sharing)."""
     if lm.fast_head is None:
-        ids = torch.tensor([[_context_token(lm.tokenizer)] +
+        ids = torch.tensor([[context_token(lm.tokenizer)] +
                             lm.tokenizer("The cat sat on the mat.", add_special_tokens=False)["input_ids"]],
                            device=lm.device)
         try:
@@ -233,7 +162,7 @@ def _target_logprobs(lm: LanguageModel, states: torch.Tensor, targets: list[int]
 
 def _pad_id(lm: LanguageModel) -> int:
     pad = lm.tokenizer.pad_token_id
-    return pad if pad is not None else _context_token(lm.tokenizer)
+    return pad if pad is not None else context_token(lm.tokenizer)
 
 
 def _gather(x: torch.Tensor, rows: list[int], cols: list[int]) -> torch.Tensor:
@@ -247,7 +176,7 @@ def _cache_kwarg(decoder) -> str:
 
 
 @torch.inference_mode()
-def _score_batch(lm: LanguageModel, items: list[_Encoded]) -> list[np.ndarray]:
+def _score_batch(lm: LanguageModel, items: list[Encoded]) -> list[np.ndarray]:
     """One forward pass over whole texts: ``[n_scored]`` log-probabilities per item."""
     rows, cols, targets, counts = [], [], [], []
     for b, e in enumerate(items):
@@ -308,7 +237,7 @@ def prefix_groups(seqs: list[list[int]], min_prefix: int = 8) -> list[tuple[int,
 
 
 @torch.inference_mode()
-def _score_shared(lm: LanguageModel, encoded: list[_Encoded],
+def _score_shared(lm: LanguageModel, encoded: list[Encoded],
                   groups: list[tuple[int, list[int]]], token_budget: int):
     """Score the members of prefix groups whose prefixes have one length ``P``. Stage 1 runs the
     prefixes once (one row per group) and keeps their key/value cache; stage 2 runs the members'
@@ -379,7 +308,7 @@ def _score_shared(lm: LanguageModel, encoded: list[_Encoded],
 def _chunks_of_groups(groups, token_budget: int):
     """Groups in chunks of one prefix length (longest first) that fit the token budget."""
     order = sorted(groups, key=lambda g: -g[0])
-    for batch in _batches([p for p, _ in order], None, token_budget):
+    for batch in length_batches([p for p, _ in order], None, token_budget):
         yield [order[j] for j in batch]
 
 
@@ -391,82 +320,53 @@ _SCORING_ARGS = """
             scored with two answers) once and reuse its key/value cache (:func:`prefix_groups`);
             equal to scoring every text in full within 1e-5 nats per token in float32 (tested).
         progress: show a tqdm bar (a string is used as its description).
-        checkpoint: a ``.jsonl`` file: finished batches are appended to it, and a call with the
-            same file, model and texts resumes from them (a mismatch starts over, with a warning).
 """
 
 
 def token_scores(lm: LanguageModel, texts: list[str], *, bos_policy: str = "bos",
                  batch_size: int | None = None, token_budget: int | str | None = "auto",
                  shared_prefix: bool = True,
-                 progress: bool | str = False, checkpoint: str | Path | None = None
-                 ) -> list[TokenScores]:
+                 progress: bool | str = False) -> list[TokenScores]:
     """Per-token log-probabilities (nats) of each text, in input order.
 
     Args:
         lm: from :func:`xcomps_utils.models.load_model`.
-        texts: ``N`` non-empty strings.
+        texts: a list of ``N`` non-empty strings (``N = 0`` gives ``[]``).
         bos_policy: first-token convention, one of :data:`BOS_POLICIES`.{args}
     Returns:
         ``N`` :class:`TokenScores`.
 
     Raises:
-        ValueError: empty text, unknown policy, tokenizer without BOS/EOS, a
-            checkpoint line that cannot be read.
+        TypeError: a bare string instead of a list of texts.
+        ValueError: empty text, unknown policy, tokenizer without BOS/EOS, a batch size or
+            token budget below 1.
         FloatingPointError: a log-probability is NaN or infinite (names the text and token).
     """
-    texts = list(texts)
-    return _score_encoded(lm, texts, _encode(lm.tokenizer, texts, bos_policy), bos_policy,
-                          batch_size, token_budget, shared_prefix, progress, checkpoint)
+    texts = check_texts(texts)
+    return score_encoded(lm, encode(lm.tokenizer, texts, bos_policy), texts=texts,
+                         bos_policy=bos_policy, batch_size=batch_size, token_budget=token_budget,
+                         shared_prefix=shared_prefix, progress=progress)
 
 
 
 
-def _fingerprint(lm: LanguageModel, encoded: list[_Encoded], bos_policy: str) -> str:
-    h = hashlib.sha256(json.dumps([lm.name, lm.revision, str(lm.dtype), bos_policy]).encode())
-    for e in encoded:
-        h.update(json.dumps([e.n_context, e.ids]).encode())
-    return h.hexdigest()
+def score_encoded(lm: LanguageModel, encoded: list[Encoded], *, texts: list[str] | None = None,
+                  bos_policy: str = "bos", batch_size: int | None = None,
+                  token_budget: int | str | None = "auto", shared_prefix: bool = True,
+                  progress: bool | str = False) -> list[TokenScores]:
+    """Log-probabilities (nats) of already encoded items (:func:`xcomps_utils.encoding.encode`),
+    the engine under :func:`token_scores` and :func:`continuation_scores`; the benchmarks call it
+    on synthetic token ids. ``texts`` (default: decoded ids) only label the results.
 
-
-def _read_checkpoint(path: Path, fingerprint: str) -> dict[int, np.ndarray]:
-    """Finished log-probabilities by text index; an unfinished last line (an interrupted write)
-    is ignored, any other unreadable line raises."""
-    if not path.exists():
-        return {}
-    lines = path.read_text().splitlines()
-    if not lines or json.loads(lines[0]).get("fingerprint") != fingerprint:
-        warnings.warn(f"{path}: written for other texts, model or settings; starting over")
-        path.unlink()
-        return {}
-    done = {}
-    for n, line in enumerate(lines[1:], start=2):
-        try:
-            rec = json.loads(line)
-            done.update({i: np.asarray(lp, dtype=np.float64) for i, lp in zip(rec["i"], rec["lp"])})
-        except (json.JSONDecodeError, KeyError, TypeError) as err:
-            if n < len(lines):
-                raise ValueError(f"{path}, line {n}: not a checkpoint record ({err})") from err
-            path.write_text("\n".join(lines[:-1]) + "\n")  # drop the half-written line
-    return done
-
-
-def _score_encoded(lm, texts, encoded, bos_policy, batch_size, token_budget, shared_prefix,
-                   progress, checkpoint) -> list[TokenScores]:
+    Raises:
+        ValueError, FloatingPointError: as :func:`token_scores`.
+    """
+    if texts is None:
+        texts = [lm.tokenizer.decode(e.ids[e.n_context:]) for e in encoded]
     if batch_size is not None and batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-    if token_budget == "auto":
-        token_budget = default_token_budget(lm)
+        raise ValueError(f"batch_size must be >= 1 or None, got {batch_size}")
+    token_budget = resolve_token_budget(lm, token_budget)
     logprobs: dict[int, np.ndarray] = {}
-    log = None
-    if checkpoint is not None:
-        path = Path(checkpoint)
-        fingerprint = _fingerprint(lm, encoded, bos_policy)
-        logprobs = _read_checkpoint(path, fingerprint)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        log = path.open("a")
-        if path.stat().st_size == 0:
-            log.write(json.dumps({"fingerprint": fingerprint}) + "\n")
     todo = [i for i in range(len(texts)) if i not in logprobs]
     bar = tqdm(total=len(texts), initial=len(texts) - len(todo), unit="text", disable=not progress,
                desc=progress if isinstance(progress, str) else "scoring")
@@ -474,9 +374,6 @@ def _score_encoded(lm, texts, encoded, bos_policy, batch_size, token_budget, sha
     def finish(indices, results):
         for i, lp in zip(indices, results):
             logprobs[i] = lp
-        if log is not None:
-            log.write(json.dumps({"i": indices, "lp": [lp.tolist() for lp in results]}) + "\n")
-            log.flush()
         bar.update(len(indices))
 
     groups = [(0, [i]) for i in todo]
@@ -491,13 +388,11 @@ def _score_encoded(lm, texts, encoded, bos_policy, batch_size, token_budget, sha
         for chunk in _chunks_of_groups(shared, token_budget or 4096):
             for indices, results in _score_shared(lm, encoded, chunk, token_budget or 4096):
                 finish(indices, results)
-        for batch in _batches([len(encoded[i].ids) for i in single], batch_size, token_budget):
+        for batch in length_batches([len(encoded[i].ids) for i in single], batch_size, token_budget):
             indices = [single[j] for j in batch]
             finish(indices, _score_batch(lm, [encoded[i] for i in indices]))
     finally:
         bar.close()
-        if log is not None:
-            log.close()
     out = []
     for i, (text, e) in enumerate(zip(texts, encoded)):
         ids, lp = e.ids[e.n_context:], logprobs[i]
@@ -515,8 +410,7 @@ def _score_encoded(lm, texts, encoded, bos_policy, batch_size, token_budget, sha
 def continuation_scores(lm: LanguageModel, contexts: list[str], continuations: list[str], *,
                         batch_size: int | None = None, token_budget: int | str | None = "auto",
                         shared_prefix: bool = True,
-                        progress: bool | str = False, checkpoint: str | Path | None = None
-                        ) -> list[TokenScores]:
+                        progress: bool | str = False) -> list[TokenScores]:
     """Log-probabilities (nats) of each continuation given BOS + its context, in input order.
 
     The answer tokens are taken from encoding ``context + continuation`` *together* (never the
@@ -534,7 +428,8 @@ def continuation_scores(lm: LanguageModel, contexts: list[str], continuations: l
             adds no token.
         FloatingPointError: as :func:`token_scores`.
     """
-    contexts, continuations = list(contexts), list(continuations)
+    contexts = check_texts(contexts, "contexts")
+    continuations = check_texts(continuations, "continuations")
     if len(contexts) != len(continuations):
         raise ValueError(f"{len(contexts)} contexts but {len(continuations)} continuations")
     tok = lm.tokenizer
@@ -550,10 +445,11 @@ def continuation_scores(lm: LanguageModel, contexts: list[str], continuations: l
         if len(answer) == 0:
             raise ValueError(f"pair #{i}: continuation {continuations[i]!r} adds no token")
         k = int(answer[0])
-        encoded.append(_Encoded([_context_token(tok)] + list(ids), 1 + k,
+        encoded.append(Encoded([context_token(tok)] + list(ids), 1 + k,
                                 np.clip(offs[k:] - len(c), 0, None)))
-    return _score_encoded(lm, continuations, encoded, "bos", batch_size, token_budget,
-                          shared_prefix, progress, checkpoint)
+    return score_encoded(lm, encoded, texts=continuations, bos_policy="bos",
+                         batch_size=batch_size, token_budget=token_budget,
+                         shared_prefix=shared_prefix, progress=progress)
 
 
 def sequence_scores(lm: LanguageModel, texts: list[str], **kwargs) -> pd.DataFrame:
@@ -572,41 +468,19 @@ def sequence_scores(lm: LanguageModel, texts: list[str], **kwargs) -> pd.DataFra
     })
 
 
-def score_pairs(lm: LanguageModel, pairs: pd.DataFrame, **kwargs) -> pd.DataFrame:
-    """Score both sentences of every minimal pair (the *Direct* method).
-
-    Adds ``good_logprob``/``bad_logprob`` (sums, nats), ``good_logprob_mean``/``bad_logprob_mean``,
-    ``good_n``/``bad_n`` (scored tokens), ``delta`` = good - bad (sum), ``correct`` (delta > 0) and
-    ``tie`` (delta == 0, never counted correct), ``bos_policy``. Each distinct text is scored once.
-    Keyword arguments as :func:`token_scores`.
-    """
-    texts = list(dict.fromkeys(list(pairs["good"]) + list(pairs["bad"])))
-    seq = sequence_scores(lm, texts, **kwargs).set_index("text")
-    out = pairs.copy()
-    for side in ("good", "bad"):
-        rows = seq.loc[out[side]]
-        out[f"{side}_logprob"] = rows["logprob_sum"].to_numpy()
-        out[f"{side}_logprob_mean"] = rows["logprob_mean"].to_numpy()
-        out[f"{side}_n"] = rows["n_scored"].to_numpy()
-    out["delta"] = out["good_logprob"] - out["bad_logprob"]
-    out["correct"] = out["delta"] > 0
-    out["tie"] = out["delta"] == 0
-    out["bos_policy"] = kwargs.get("bos_policy", "bos")
-    return out
-
-
 def token_table(scores: list[TokenScores]) -> pd.DataFrame:
     """Long table of scored tokens: ``text_index``, ``position``, ``token_id``, ``token``,
     ``text_piece`` (the token's span of the text), ``start``, ``end``, ``logprob``, ``surprisal``
     (nats), ``bos_policy``."""
-    frames = []
+    frames = [pd.DataFrame(columns=["text_index", "position", "token_id", "token", "text_piece",
+                                    "start", "end", "logprob", "surprisal", "bos_policy"])]
     for i, s in enumerate(scores):
         frames.append(pd.DataFrame({
             "text_index": i, "position": np.arange(len(s.logprobs)), "token_id": s.token_ids,
             "token": s.tokens, "text_piece": [s.text[a:b] for a, b in s.offsets],
             "start": s.offsets[:, 0], "end": s.offsets[:, 1], "logprob": s.logprobs,
             "surprisal": -s.logprobs, "bos_policy": s.bos_policy}))
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat(frames[1:] or frames, ignore_index=True)
 
 
 for _f in (token_scores, continuation_scores):

@@ -7,14 +7,15 @@ A record pairs a concept that has a property with one that lacks it (``"A robin 
 
 Two sources, one schema:
 
-* ``source="sample"``: the project's own sample, ``data/sample/xcomps/comps_<lang>.json`` (30
-  concept-property items x 4 negative types in English and six other languages, written for this
-  project; results on it are *not* comparable with the paper);
+* ``source="sample"``: the project's own sample,
+  ``xcomps_utils/resources/sample/xcomps/comps_<lang>.json`` (30 concept-property items x 4
+  negative types in English and six other languages, written for this project; results on it
+  are *not* comparable with the paper);
 * ``source="upstream"``: the real files, ``data/comps_<lang>.json`` of github.com/LinyangHe/XCOMPS
-  at the commit pinned in ``data/xcomps.json``, read from ``$XCOMPS_DATA_DIR/xcomps/`` or downloaded
-  into the user cache, and refused unless their git blob id equals the manifest's. English is
-  COMPS ``comps_base.jsonl`` (Misra et al., 2023), whose sentences are ``prefix + " " +
-  property_phrase + "."``.
+  at the commit pinned in ``xcomps_utils/resources/xcomps.json``, read from
+  ``$XCOMPS_DATA_DIR/xcomps/`` or downloaded into the user cache, and refused unless their git
+  blob id equals the manifest's. English is COMPS ``comps_base.jsonl`` (Misra et al., 2023),
+  whose sentences are ``prefix + " " + property_phrase + "."``.
 """
 
 from __future__ import annotations
@@ -29,11 +30,11 @@ import pandas as pd
 
 from .data import (PAIR_COLUMNS, ChecksumError, DataError, _download, manifest, pivotal_spans,
                    read_jsonl)
-from .paths import cache_dir, repo_root
+from .paths import cache_dir, resources_dir
 
 __all__ = ["XCOMPS_LANGUAGES", "SAMPLE_LANGUAGES", "NEGATIVE_TYPES", "REQUIRED_FIELDS",
            "languages", "git_blob_id", "xcomps_file", "load_xcomps", "load_languages",
-           "meta_template"]
+           "meta_template", "pair_table", "method_tables", "findings_markdown"]
 
 XCOMPS_LANGUAGES = ["ar", "ca", "de", "el", "es", "fa", "fr", "he", "hu", "ja", "ko", "nl", "ru",
                     "tr", "uk", "vi", "zh"]
@@ -41,14 +42,15 @@ SAMPLE_LANGUAGES = ["en", "de", "fr", "zh", "vi", "tr", "hu"]
 NEGATIVE_TYPES = ["taxonomic", "overlap", "co-occurrence", "random"]
 REQUIRED_FIELDS = ["acceptable_sent", "unacceptable_sent", "negative_sample_type",
                    "acceptable_concept", "unacceptable_concept", "property_phrase"]
-_SAMPLE_DIR = Path("data") / "sample" / "xcomps"
+_SAMPLE_DIR = Path("sample") / "xcomps"  # under resources_dir()
 _NO_SPACE = {"zh", "ja"}
 
 
 def languages() -> pd.DataFrame:
-    """The language table ``data/languages.csv``: ISO code, name, family, script, morphological
-    type (analytic, inflected, agglutinative), resource level, who classified it, sources."""
-    return pd.read_csv(repo_root() / "data" / "languages.csv", keep_default_na=False)
+    """The language table ``xcomps_utils/resources/languages.csv``: ISO code, name, family,
+    script, morphological type (analytic, inflected, agglutinative), resource level, who
+    classified it, sources."""
+    return pd.read_csv(resources_dir() / "languages.csv", keep_default_na=False)
 
 
 def git_blob_id(path: str | os.PathLike) -> str:
@@ -62,13 +64,14 @@ def xcomps_file(lang: str, source: str = "sample", data_dir=None, verify: bool =
 
     Raises:
         DataError: unknown language or source, or a missing file.
-        ChecksumError: an upstream file whose git blob id differs from ``data/xcomps.json``.
+        ChecksumError: an upstream file whose git blob id differs from
+            ``xcomps_utils/resources/xcomps.json``.
     """
     if source == "sample":
         if lang not in SAMPLE_LANGUAGES:
             raise DataError(f"the sample has no language {lang!r}; it has {SAMPLE_LANGUAGES} "
                             f"(use source='upstream' for the 17 XCOMPS languages)")
-        return repo_root() / _SAMPLE_DIR / f"comps_{lang}.json"
+        return resources_dir() / _SAMPLE_DIR / f"comps_{lang}.json"
     if source != "upstream":
         raise DataError(f"source must be 'sample' or 'upstream', got {source!r}")
     meta = manifest("xcomps")
@@ -90,7 +93,8 @@ def xcomps_file(lang: str, source: str = "sample", data_dir=None, verify: bool =
         got = git_blob_id(path)
         if got != want:
             raise ChecksumError(f"{path}: git blob id {got} differs from the manifest's {want} "
-                                f"(data/xcomps.json, commit {meta['commit']}); refusing it")
+                                f"(xcomps_utils/resources/xcomps.json, commit {meta['commit']}); "
+                                f"refusing it")
     return path
 
 
@@ -196,14 +200,15 @@ def load_languages(langs: list[str], source: str = "sample", data_dir=None,
 
 
 def meta_template(lang: str) -> dict:
-    """The metalinguistic question of a sample language (``data/sample/xcomps/meta_<lang>.json``):
+    """The metalinguistic question of a sample language
+    (``xcomps_utils/resources/sample/xcomps/meta_<lang>.json``):
     ``question`` with ``{property_phrase}``, ``{option_1}``, ``{option_2}``; ``answer``; and
     ``space``: whether a space separates the answer cue from the option.
 
     Raises:
         DataError: no template for the language.
     """
-    path = repo_root() / _SAMPLE_DIR / f"meta_{lang}.json"
+    path = resources_dir() / _SAMPLE_DIR / f"meta_{lang}.json"
     if not path.exists():
         raise DataError(f"no metalinguistic template {path}; write one (see meta_en.json)")
     t = json.loads(path.read_text(encoding="utf-8"))
@@ -214,3 +219,71 @@ def meta_template(lang: str) -> dict:
     return t
 
 
+
+
+# --- tables of the XCOMPS chapter -------------------------------------------------------------
+
+def pair_table(measures: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """``pairs`` with one column per Direct and Meta measure of a pair (``direct_correct``,
+    ``meta_delta``, ``meta_answer_mass``, ...; booleans as 0/1), ``direct_mean_correct`` (the
+    per-token-mean variant of Direct) and ``morphology`` (from :func:`languages`).
+
+    Args:
+        measures: long results of :func:`xcomps_utils.methods.run` on these pairs.
+    """
+    m = measures[measures["method"].isin(["direct", "meta"]) & (measures["order"] == "")]
+    out = pairs.copy()
+    out["pair_id"] = out["pair_id"].astype(str)
+    if len(m):
+        w = m.assign(column=m["method"] + "_" + m["measure"]).pivot_table(
+            index=["lang", "pair_id"], columns="column", values="value", aggfunc="first")
+        out = out.merge(w.reset_index(), on=["lang", "pair_id"], how="left")
+    if "direct_logprob_mean_good" in out:
+        out["direct_mean_correct"] = (out["direct_logprob_mean_good"]
+                                      > out["direct_logprob_mean_bad"]).astype(float)
+    out["morphology"] = out["lang"].map(languages().set_index("iso")["morphological_type"])
+    return out
+
+
+def method_tables(scored: pd.DataFrame, probes: pd.DataFrame, langs: list[str]) -> dict:
+    """Language x negative-type tables (the paper's Figure 1): Meta and Direct accuracy (from
+    :func:`pair_table`), and the best layer's probe F1 of each cell (from the Neuro measures of
+    :func:`xcomps_utils.methods.run`, widened)."""
+    tables = {}
+    for name, col in (("Meta", "meta_correct"), ("Direct", "direct_correct")):
+        if col in scored:
+            tables[name] = scored.pivot_table(index="lang", columns="negative_sample_type",
+                                              values=col, aggfunc="mean"
+                                              ).reindex(langs)[NEGATIVE_TYPES]
+    cells = probes[probes["subset"] != "all"] if len(probes) else probes
+    if len(cells):
+        best = cells.groupby(["lang", "subset"])["f1"].max().unstack()
+        tables["Neuro (best layer F1)"] = best.reindex(langs)[NEGATIVE_TYPES]
+    return tables
+
+
+def findings_markdown(summary: pd.DataFrame, tables: dict, by_morph: pd.DataFrame) -> str:
+    """The chapter's comparison with the paper's claims, as Markdown: this run's numbers beside
+    each claim (a description of the run, not a test of the claim)."""
+    lines = []
+    if "Direct" in summary:
+        s = summary["Direct"].sort_values()
+        lines.append(f"1. *Accuracy varies across languages on the same concepts.* Direct accuracy "
+                     f"here ranges from {s.iloc[0]:.2f} ({s.index[0]}) to {s.iloc[-1]:.2f} "
+                     f"({s.index[-1]}).")
+    if "Direct" in tables:
+        t = tables["Direct"].mean()
+        lines.append("2. *Negatives that share semantic similarity are harder than random ones.* "
+                     "Direct accuracy by type here: "
+                     + ", ".join(f"{k} {v:.2f}" for k, v in t.items()) + ".")
+    if "Meta" in summary and "Neuro (best layer F1)" in summary:
+        mass = summary["Meta answer mass"].mean() if "Meta answer mass" in summary else np.nan
+        lines.append(f"3. *Explicit answers (Meta) and internal competence (Neuro) can disagree.* "
+                     f"Mean Meta accuracy {summary['Meta'].mean():.2f} (the two answers take "
+                     f"{mass:.1%} of the probability mass) vs mean best-layer probe F1 "
+                     f"{summary['Neuro (best layer F1)'].mean():.2f}.")
+    lines.append("4. *Morphologically richer languages score lower and peak at deeper layers.* "
+                 "See the morphology tables above: " + "; ".join(
+                     f"{k}: " + ", ".join(f"{c} {v:.2f}" for c, v in row.items() if pd.notna(v))
+                     for k, row in by_morph.iterrows()) + ".")
+    return "\n".join(lines)

@@ -1,0 +1,118 @@
+"""The methods layer and the results store: one schema, resume, never lose work."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from xcomps_utils import methods, params, scoring, store as S, tasks, xcomps
+
+
+@pytest.fixture(scope="module")
+def blimp(data_dir):
+    return tasks.sample(["blimp_anaphor"], 6, seed=0, data_dir=data_dir)
+
+
+def test_direct_schema_and_values(lm, blimp, tmp_path):
+    res = methods.run(lm, blimp, "direct", store=tmp_path, progress=False, shard_size=4)
+    assert list(res.measures.columns) == S.MEASURE_COLUMNS + ["run"]
+    w = res.wide().set_index("pair_id").loc[blimp.pair_id.astype(str)]
+    assert len(w) == 6 and set(w.method) == {"direct"} and set(w.task) == {"blimp_anaphor"}
+    good = scoring.token_scores(lm, list(blimp.good))
+    np.testing.assert_allclose(w.logprob_good, [s.total for s in good], atol=1e-9)
+    np.testing.assert_array_equal(w.correct, (w.delta > 0).astype(float))
+    np.testing.assert_allclose(w.delta, w.logprob_good - w.logprob_bad)
+    tokens = res.detail("direct_tokens")  # rebuilds a sentence's token scores from the store
+    back = scoring.TokenScores.from_table(tokens, blimp.good[0])
+    np.testing.assert_array_equal(back.logprobs, good[0].logprobs)
+    assert res.computed == {"direct": 2}
+
+
+def test_complete_run_is_read_without_loading_a_model(lm, blimp, tmp_path, monkeypatch):
+    first = methods.run(lm, blimp, "direct", store=tmp_path, progress=False)
+
+    def no_loading(*args):
+        raise AssertionError("a model was loaded although the store holds the run")
+
+    monkeypatch.setattr(methods, "_load", no_loading)
+    again = methods.run("smollm2-135m-instruct", blimp, ["direct"], store=tmp_path,
+                        device="cpu", dtype="float32", progress=False)
+    assert again.computed == {"direct": 0} and again.model is None
+    pd.testing.assert_frame_equal(first.measures, again.measures)
+    assert "read from the results store" in again.describe_model()
+
+
+def test_changed_parameter_writes_beside_and_keeps_earlier_results(lm, blimp, tmp_path):
+    a = methods.run(lm, blimp, "direct", store=tmp_path, progress=False)
+    files = sorted((tmp_path / "measures").rglob("*.parquet"))
+    before = {p: p.read_bytes() for p in files}
+    b = methods.run(lm, blimp, "direct", store=tmp_path, progress=False, bos_policy="drop_first")
+    assert a.runs["direct"] != b.runs["direct"]
+    assert all(p.read_bytes() == content for p, content in before.items())  # untouched
+    runs = S.Store(tmp_path).runs()
+    assert set(runs.bos_policy) == {"bos", "drop_first"} and set(runs.status) == {"complete"}
+    # drop_first does not score the first token: the sentences' sums differ
+    assert not np.allclose(a.wide().logprob_good, b.wide().logprob_good)
+    # anyone reads the store with pandas alone; `run` comes from the folder names
+    plain = pd.read_parquet(tmp_path / "measures")
+    assert len(plain) == len(a.measures) + len(b.measures)
+    assert set(plain["run"].astype(str)) == {a.runs["direct"], b.runs["direct"]}
+    record = json.loads((tmp_path / "runs" / a.runs["direct"] / "run.json").read_text())
+    assert record["key"]["bos_policy"] == "bos" and record["key"]["dtype"] == "float32"
+    assert record["provenance"]["torch"] and record["key"]["model_revision"] == lm.revision
+
+
+def test_finished_shards_are_never_overwritten(tmp_path):
+    st = S.Store(tmp_path)
+    pairs = pd.DataFrame({"dataset": ["x"], "pair_id": ["1"], "good": ["a"], "bad": ["b"]})
+    run = st.open_run({"method": "direct", "model": "m"}, pairs, 1, {})
+    rows = pd.DataFrame([{c: "" for c in S.MEASURE_COLUMNS}]).assign(layer=-1, value=1.0)
+    run.write_shard(0, rows)
+    with pytest.raises(S.StoreError, match="already done"):
+        run.write_shard(0, rows)
+    assert st.open_run({"method": "direct", "model": "m"}, pairs, 7, {}).record["shard_size"] == 1
+
+
+def test_meta_and_neuro_in_one_call(lm, tmp_path):
+    pairs = xcomps.load_languages(["en", "de"], items_per_language=5, seed=0)
+    res = methods.run(lm, pairs, ["meta", "neuro"], store=tmp_path, progress=False,
+                      shard_size=16)
+    meta = res.wide("meta")
+    both = meta[meta.order == ""]
+    assert len(both) == len(pairs) and len(meta) == 3 * len(pairs)
+    np.testing.assert_array_equal(both.correct, (both.delta > 0).astype(float))
+    per_order = meta[meta.order != ""].groupby(["lang", "pair_id"]).logprob_good.mean()
+    np.testing.assert_allclose(both.set_index(["lang", "pair_id"]).logprob_good,
+                               per_order.reindex(both.set_index(["lang", "pair_id"]).index))
+    assert ((both.answer_mass > 0) & (both.answer_mass <= 1)).all()
+    neuro = res.wide("neuro")
+    assert neuro.layer.min() == 0 and neuro.layer.max() == lm.model.config.num_hidden_layers
+    cells = neuro[["lang", "subset"]].drop_duplicates()
+    assert len(cells) == 2 * 4 + 2 and (cells.subset == "all").sum() == 2  # + one per language
+    assert neuro.f1.between(0, 1).all() and (neuro.n_sentences > 0).all()
+    states = S.Store(tmp_path).arrays(res.runs["neuro"])
+    assert len(states) == -(-len(pairs) // 16) and states[0].dtype == np.float32
+
+
+def test_bad_input_is_refused_with_the_column_or_method_named(lm, blimp):
+    with pytest.raises(ValueError, match="lack column"):
+        methods.run(lm, blimp.drop(columns="good"), "direct")
+    with pytest.raises(ValueError, match="unknown method"):
+        methods.run(lm, blimp, "surprisal")
+    with pytest.raises(ValueError, match="Meta needs XCOMPS"):
+        methods.run(lm, blimp, "meta")
+    with pytest.raises(ValueError, match="share"):
+        methods.run(lm, pd.concat([blimp, blimp]), "direct")
+    with pytest.raises(TypeError, match="DataFrame"):
+        methods.run(lm, list(blimp.good), "direct")
+
+
+def test_chapter_parameters_are_checked_by_name():
+    values = {"n": "abc", "langs": "en", "budget": "auto", "k": None}
+    params.check(values, budget="budget", k="int>=1|None")
+    with pytest.raises(params.ParameterError, match=r"parameter 'n' must be an integer >= 1 or "
+                                                     r"None, got 'abc' \(str\)"):
+        params.check(values, n="int>=1|None")
+    with pytest.raises(params.ParameterError, match="'langs' must be a non-empty list"):
+        params.check(values, langs="list[str]")

@@ -1,0 +1,190 @@
+"""The ``xcomps-study`` command line: run methods into a results store, list what it holds.
+
+Exit codes: 0 done; 1 an error the message explains (unknown model, missing data, bad input);
+2 a usage error (unknown option, a value of the wrong type). Progress goes to stderr, results
+to stdout.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from . import __version__
+
+STORE_HELP = "results store folder (created if missing)"
+
+
+def _split(values) -> list[str]:
+    """``("a,b", "c")`` -> ``["a", "b", "c"]``."""
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+class _Budget(click.ParamType):
+    name = "auto|INT"
+
+    def convert(self, value, param, ctx):
+        if value in ("auto", "none", None) or isinstance(value, int):
+            return None if value == "none" else value
+        try:
+            n = int(value)
+        except ValueError:
+            self.fail(f"{value!r} is neither 'auto', 'none' nor an integer", param, ctx)
+        if n < 1:
+            self.fail(f"{n} is below 1", param, ctx)
+        return n
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="xcomps-study")
+def main():
+    """Score minimal pairs (Direct, Meta, Neuro, token-level perplexity) into a results store.
+
+    \b
+    Examples:
+      xcomps-study run direct --task blimp_anaphor --n-pairs 200
+      xcomps-study run meta direct neuro --languages en,de,zh --items-per-language 8 \\
+          --model gemma-3-270m
+      xcomps-study ls
+    """
+
+
+@main.command("run")
+@click.argument("methods", nargs=-1, required=True,
+                type=click.Choice(["direct", "meta", "neuro", "token_ppl"]))
+@click.option("--task", "tasks_", multiple=True, metavar="NAME[,NAME]",
+              help="minimal-pair task(s); see `xcomps-study tasks`")
+@click.option("--languages", multiple=True, metavar="ISO[,ISO]",
+              help="XCOMPS languages (instead of --task)")
+@click.option("--source", type=click.Choice(["sample", "upstream"]), default="sample",
+              show_default=True, help="XCOMPS data: the project's sample or the pinned upstream")
+@click.option("--items-per-language", type=click.IntRange(min=1), default=None,
+              help="XCOMPS concept-property items per language (default: all)")
+@click.option("--n-pairs", type=click.IntRange(min=1), default=None,
+              help="pairs per task, seeded sample (default: all)")
+@click.option("--model", default="smollm2-135m-instruct", show_default=True,
+              help="embedded name, local folder or Hugging Face id")
+@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:1, ...")
+@click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]),
+              default="auto", show_default=True)
+@click.option("--token-budget", type=_Budget(), default="auto", show_default=True,
+              help="tokens per forward pass")
+@click.option("--bos-policy", type=click.Choice(["bos", "drop_first", "lm_eval"]), default="bos",
+              show_default=True, help="Direct's first-token convention")
+@click.option("--use-chat-template", is_flag=True, help="Meta prompts through the chat template")
+@click.option("--wordings", multiple=True, metavar="ID[,ID]",
+              help="token-level perplexity wordings (default: all)")
+@click.option("--shard-size", type=click.IntRange(min=1), default=None,
+              help="pairs per shard, the unit of resuming (default: per method)")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--store", default="results", show_default=True, help=STORE_HELP)
+@click.option("--quiet", is_flag=True, help="no progress bars")
+def run_cmd(methods, tasks_, languages, source, items_per_language, n_pairs, model, device, dtype,
+            token_budget, bos_policy, use_chat_template, wordings, shard_size, seed, store, quiet):
+    """Run METHODS (direct, meta, neuro, token_ppl) on tasks or XCOMPS languages.
+
+    A run already complete in the store is read, an interrupted one resumes from its finished
+    shards, anything else is computed. Prints one line per run and the accuracy per task.
+    """
+    from . import methods as M
+    from .data import DataError
+    from .models import ModelNotFoundError
+
+    tasks_, languages = _split(tasks_), _split(languages)
+    if bool(tasks_) == bool(languages):
+        raise click.UsageError("give either --task or --languages")
+    methods = list(dict.fromkeys(methods))
+    try:
+        batches = _pairs(methods, tasks_, languages, source, items_per_language, n_pairs, seed)
+        for ms, pairs, datasets in batches:
+            res = M.run(model, pairs, ms, store=store, device=device, dtype=dtype,
+                        bos_policy=bos_policy, token_budget=token_budget,
+                        use_chat_template=use_chat_template,
+                        wordings=_split(wordings) or "all", shard_size=shard_size, seed=seed,
+                        datasets=datasets, progress=not quiet)
+            for m in ms:
+                how = (f"computed {res.computed[m]} shard(s)" if res.computed[m]
+                       else "read from the store")
+                click.echo(f"{res.runs[m]}: {len(pairs)} pairs, {how}")
+            summary = _summary(res.measures)
+            if len(summary):
+                click.echo(summary.to_string(index=False))
+    except (ModelNotFoundError, DataError, ValueError, TypeError, ModuleNotFoundError) as err:
+        raise click.ClickException(str(err)) from err
+
+
+def _pairs(methods, tasks_, languages, source, items_per_language, n_pairs, seed):
+    """``[(methods, pairs, data checksums)]``: one pair set per selection rule."""
+    from . import tasks, xcomps
+
+    if languages:
+        if n_pairs is not None:
+            raise click.UsageError("--n-pairs is for tasks; XCOMPS samples whole items: use "
+                                   "--items-per-language")
+        return [(methods, xcomps.load_languages(languages, source=source,
+                                                items_per_language=items_per_language,
+                                                seed=seed), {})]
+    if "meta" in methods:
+        raise click.UsageError("meta needs XCOMPS pairs: use --languages")
+    out = []
+    direct_like = [m for m in methods if m != "token_ppl"]
+    if direct_like:
+        out.append((direct_like, tasks.sample(tasks_, n_pairs, seed), tasks.checksums(tasks_)))
+    if "token_ppl" in methods:
+        out.append((["token_ppl"], tasks.sample(tasks_, n_pairs, seed, selection=True),
+                    tasks.checksums(tasks_)))
+    return out
+
+
+def _summary(measures):
+    """Accuracy per method and task (Direct, Meta: per pair; token_ppl: per prompt pair)."""
+    import pandas as pd
+
+    per_pair = (measures.method == "token_ppl") | (measures.order == "")  # Meta: both orders
+    m = measures[(measures.measure == "correct") & per_pair]
+    if not len(m):
+        return pd.DataFrame()
+    g = m.groupby(["method", "task", "lang"], sort=False)["value"]
+    return g.agg(n="size", accuracy="mean").reset_index().round({"accuracy": 3})
+
+
+@main.command("ls")
+@click.option("--store", default="results", show_default=True, help=STORE_HELP)
+@click.option("--method", default=None, help="only runs of this method")
+@click.option("--json", "as_json", is_flag=True, help="one JSON record per run")
+def ls_cmd(store, method, as_json):
+    """List the runs in a results store, with their provenance."""
+    import pandas as pd
+
+    from .store import Store
+
+    runs = Store(store).runs()
+    if method:
+        runs = runs[runs.method == method]
+    if as_json:
+        click.echo(runs.to_json(orient="records", lines=True), nl=False)
+        return
+    if not len(runs):
+        click.echo(f"{store}: no runs")
+        return
+    with pd.option_context("display.width", 200, "display.max_colwidth", 48):
+        click.echo(runs.drop(columns=["parameters"]).to_string(index=False))
+
+
+@main.command("tasks")
+def tasks_cmd():
+    """List the tasks, XCOMPS languages and embedded models."""
+    from . import tasks, xcomps
+    from .models import EMBEDDED_MODELS
+
+    for name, t in tasks.TASKS.items():
+        click.echo(f"{name:15s} {t.description}")
+    click.echo(f"{'blimp:<name>':15s} any BLiMP phenomenon")
+    click.echo(f"\nXCOMPS languages (--languages): en + {','.join(xcomps.XCOMPS_LANGUAGES)}; "
+               f"the offline sample has {','.join(xcomps.SAMPLE_LANGUAGES)}")
+    click.echo(f"embedded models (--model): {', '.join(EMBEDDED_MODELS)}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

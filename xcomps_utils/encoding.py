@@ -1,0 +1,180 @@
+"""Turning texts into model inputs, and model inputs into batches.
+
+Shared by every method that runs a model over texts (:mod:`~xcomps_utils.scoring` for Direct,
+Meta and token-level perplexity; :mod:`~xcomps_utils.neuro` for hidden states; the benchmarks).
+
+* :func:`encode` tokenizes texts under a first-token convention (``bos_policy``) into
+  :class:`Encoded` items: the full input ids, how many leading ids are context only, and the
+  character span of every scored token.
+* :func:`length_batches` groups items of one exact length up to a token budget, so nothing is
+  ever padded (see its docstring for why this matters for exactness).
+* :func:`default_token_budget` picks the budget for a device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+__all__ = ["BOS_POLICIES", "Encoded", "check_texts", "context_token", "encode",
+           "length_batches", "default_token_budget"]
+
+BOS_POLICIES = {
+    "bos": "BOS (EOS if none) prepended; every token of the text scored",
+    "drop_first": "no BOS; first token is context only (minicons default)",
+    "lm_eval": "BOS (EOS if none) then ' ' + text; every token scored (lm-eval default)",
+}
+
+
+@dataclass
+class Encoded:
+    """One text as model input.
+
+    Attributes:
+        ids: the full input, context ids then the text's token ids.
+        n_context: leading ids that are not scored (a BOS, or the unscored first token).
+        offsets: ``[n_scored, 2]`` character ``[start, end)`` of each scored token in the text.
+    """
+
+    ids: list[int]
+    n_context: int
+    offsets: np.ndarray
+
+
+def check_texts(texts, what: str = "texts") -> list[str]:
+    """``texts`` as a list of non-empty strings.
+
+    Raises:
+        TypeError: a bare string (which would otherwise be scored one character at a time), or
+            not an iterable.
+        ValueError: an empty or non-string element (names its index).
+    """
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(f"{what} must be a list of strings, got one {type(texts).__name__} "
+                        f"({texts[:40]!r}); wrap a single text in a list: [text]")
+    try:
+        texts = list(texts)
+    except TypeError as err:
+        raise TypeError(f"{what} must be a list of strings, got {type(texts).__name__}") from err
+    for i, t in enumerate(texts):
+        if not isinstance(t, str) or not t:
+            raise ValueError(f"{what[:-1] if what.endswith('s') else what} #{i} is empty or "
+                             f"not a string: {t!r}")
+    return texts
+
+
+def context_token(tokenizer) -> int:
+    """The id put before a text: BOS, or EOS for tokenizers without BOS (GPT-2, Qwen).
+
+    Raises:
+        ValueError: the tokenizer has neither.
+    """
+    tid = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    if tid is None:
+        raise ValueError("the tokenizer has neither a BOS nor an EOS token; use bos_policy='drop_first'")
+    return tid
+
+
+def encode(tokenizer, texts: list[str], bos_policy: str = "bos") -> list[Encoded]:
+    """Encode texts under a first-token convention (see :data:`BOS_POLICIES`).
+
+    Texts are tokenized without special tokens, so there is exactly one BOS whatever the
+    tokenizer adds by default.
+
+    Returns:
+        ``N`` :class:`Encoded`, input order.
+
+    Raises:
+        ValueError: unknown policy, an empty text, or a text that encodes to no token.
+        TypeError: a bare string instead of a list (see :func:`check_texts`).
+    """
+    if bos_policy not in BOS_POLICIES:
+        raise ValueError(f"unknown bos_policy {bos_policy!r}; use one of {list(BOS_POLICIES)}")
+    texts = check_texts(texts)
+    if not texts:
+        return []
+    shift = 1 if bos_policy == "lm_eval" else 0
+    enc = tokenizer([" " + t if shift else t for t in texts], add_special_tokens=False,
+                    return_offsets_mapping=True)
+    out = []
+    for i, (ids, offs) in enumerate(zip(enc["input_ids"], enc["offset_mapping"])):
+        if not ids:
+            raise ValueError(f"text #{i} {texts[i]!r} encodes to no token")
+        offs = np.clip(np.asarray(offs, dtype=np.int64).reshape(-1, 2) - shift, 0, None)
+        if bos_policy == "drop_first":
+            out.append(Encoded(list(ids), 1, offs[1:]))
+        else:
+            out.append(Encoded([context_token(tokenizer)] + list(ids), 1, offs))
+    return out
+
+
+def length_batches(lengths: list[int], batch_size: int | None, token_budget: int | None
+                   ) -> list[list[int]]:
+    """Indices in batches of texts of one length, longest first: at most ``batch_size`` texts
+    (``None``: no cap) and ``token_budget`` tokens (``None``: no cap; a text longer than the
+    budget gets a batch of its own).
+
+    No batch is ever padded. Besides wasting no work, this keeps scores independent of the
+    batch: a padded text goes through a longer attention computation than it does alone, which
+    rounds differently with or without an attention mask; measured on SmolLM2 in float32, up to
+    1.9e-4 nats per token ("Roger could annoy itself.", padded to a longer sentence), against
+    3e-6 without padding whatever the batch size (``tests/test_scoring.py``).
+
+    Raises:
+        ValueError: ``batch_size`` or ``token_budget`` below 1.
+    """
+    if batch_size is not None and batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1 or None, got {batch_size}")
+    if token_budget is not None and token_budget < 1:
+        raise ValueError(f"token_budget must be >= 1, 'auto' or None, got {token_budget}")
+    cap = batch_size or len(lengths) or 1
+    by_length: dict[int, list[int]] = {}
+    for i, n in enumerate(lengths):
+        by_length.setdefault(n, []).append(i)
+    batches = []
+    for n in sorted(by_length, reverse=True):
+        step = max(1, min(cap, token_budget // n if token_budget else cap))
+        same = by_length[n]
+        batches += [same[k:k + step] for k in range(0, len(same), step)]
+    return batches
+
+
+def default_token_budget(lm) -> int:
+    """Tokens per forward pass (``texts x length``) for a :class:`~xcomps_utils.models.LanguageModel`.
+
+    CPU: 2,048 (measured fastest on 2 cores among 1,024-4,096; ``benchmarks/cpu_scoring.py``).
+    CUDA: a quarter of the device's free memory (``torch.cuda.mem_get_info``) divided by an
+    estimate of one token's working memory in the model's precision: hidden state, attention
+    projections and MLP intermediate of the current layer plus the key/value cache of every
+    layer (kept for shared prefixes), clamped to [1,024, 131,072]. Logits do not count: they are
+    taken a chunk at a time (:data:`xcomps_utils.scoring.LOGIT_CHUNK_ELEMENTS`).
+    """
+    if lm.device.type != "cuda":
+        return 2048
+    cfg = lm.model.config.get_text_config(decoder=True)
+    h, layers, heads = cfg.hidden_size, cfg.num_hidden_layers, cfg.num_attention_heads
+    inter = getattr(cfg, "intermediate_size", None) or 4 * h
+    kv = (getattr(cfg, "num_key_value_heads", None) or heads) * (
+        getattr(cfg, "head_dim", None) or h // heads)
+    per_token = lm.model.dtype.itemsize * (6 * h + 3 * inter + 2 * kv * (layers + 1))
+    free, _ = torch.cuda.mem_get_info(lm.device)
+    return int(min(131072, max(1024, free // 4 // per_token)))
+
+
+def resolve_token_budget(lm, token_budget) -> int | None:
+    """``"auto"`` -> :func:`default_token_budget`; an int or ``None`` as given.
+
+    Raises:
+        ValueError: anything else (names the parameter).
+    """
+    if token_budget == "auto":
+        return default_token_budget(lm)
+    if token_budget is None:
+        return None
+    if isinstance(token_budget, bool) or not isinstance(token_budget, (int, np.integer)) \
+            or token_budget < 1:
+        raise ValueError(f"token_budget must be 'auto', None or an integer >= 1, got "
+                         f"{token_budget!r}")
+    return int(token_budget)

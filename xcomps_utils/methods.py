@@ -1,0 +1,490 @@
+"""The methods layer: one entry point, four methods, one result schema, one store.
+
+:func:`run` takes a model (loaded, or a name loaded only if something must be computed) and a
+DataFrame of minimal pairs, runs any of the methods below over the same pairs, and returns
+:class:`Results` in the long schema of :data:`xcomps_utils.store.MEASURE_SCHEMA`: the item's
+identifiers (``dataset``, ``task``, ``lang``, ``subset`` = negative-sample type / phenomenon /
+bias type, ``pair_id``, ``item``), the ``method``, ``wording``/``order``/``layer`` where they apply,
+the ``measure`` and its ``value``. Each method is a run of the results store
+(:mod:`xcomps_utils.store`): computed one shard of pairs at a time, resumed after an
+interruption, read back instead of recomputed when the store already holds it.
+
+=============  ===========================================================================
+method         measures (nats for log-probabilities; booleans as 0/1)
+=============  ===========================================================================
+``direct``     per pair: ``logprob_good``, ``logprob_bad`` (sentence sums), ``logprob_mean_good``,
+               ``logprob_mean_bad`` (per token), ``n_tokens_good``, ``n_tokens_bad``, ``delta``
+               (good - bad, sums), ``correct`` (delta > 0), ``tie`` (delta == 0, never
+               correct). Detail ``direct_tokens``: every scored token of every sentence.
+``meta``       per pair and option order (``order`` ``good_first``/``bad_first``):
+               ``logprob_good``, ``logprob_bad`` (answers as continuations of the question);
+               per pair (``order`` empty): their means over the two orders, ``delta``,
+               ``correct``, ``tie``, ``answer_mass`` (mean of p(good) + p(bad)). XCOMPS pairs
+               only (:mod:`xcomps_utils.meta`).
+``neuro``      per probe group and ``layer``: ``f1`` (mean over folds), ``f1_std``,
+               ``convergence_warnings``, ``n_sentences``. Groups: each combination of
+               ``probe_by`` columns (``"all"`` where a column is pooled). Hidden states stay in
+               the store (``states``). See :mod:`xcomps_utils.neuro`.
+``token_ppl``  per pair, ``wording`` and ``order``: ``ppl_correct``, ``ppl_incorrect``,
+               ``correct``, ``n_groups``, ``n_<category>``, ``plain_<category>_<ppl|s>``,
+               ``norm_<category>_<ppl|s>``. Details ``ppl_groups`` (aligned token groups) and
+               ``ppl_tokens`` (every prompt token). See :mod:`xcomps_utils.perplexity`.
+=============  ===========================================================================
+
+The per-method work of one shard is a plain function of (model, pairs); everything about files,
+resuming and keys is the store's.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from . import __version__
+from .encoding import BOS_POLICIES
+from .models import LanguageModel, load_model, model_identity
+from .store import MEASURE_COLUMNS, Store, run_id
+
+__all__ = ["METHODS", "DEFAULT_SHARD_SIZE", "Results", "run", "wide", "prepare_pairs"]
+
+METHODS = ("direct", "meta", "neuro", "token_ppl")
+#: Pairs per shard (the unit of resuming): a shard is a few seconds to a minute on a CPU.
+DEFAULT_SHARD_SIZE = {"direct": 1000, "meta": 500, "neuro": 1000, "token_ppl": 50}
+_ID = ["dataset", "task", "lang", "subset", "pair_id", "item"]
+_USES = {
+    "direct": ["good", "bad"],
+    "meta": ["good", "bad", "property_phrase", "acceptable_concept", "unacceptable_concept",
+             "prefix_acceptable", "prefix_unacceptable"],
+    "neuro": ["good", "bad"],
+    "token_ppl": ["good", "bad", "good_pivots", "bad_pivots"],
+}
+
+
+# --- pairs ---------------------------------------------------------------------------------------
+
+def prepare_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Pairs with every identifier column as text: ``task`` defaults to ``dataset``, ``lang`` and
+    ``subset`` to ``""``, ``item`` to ``pair_id``.
+
+    Raises:
+        TypeError: not a DataFrame.
+        ValueError: a required column (``dataset``, ``pair_id``, ``good``, ``bad``) is missing,
+            or two rows share their identifiers (names them).
+    """
+    if not isinstance(pairs, pd.DataFrame):
+        raise TypeError(f"pairs must be a pandas DataFrame of minimal pairs, got "
+                        f"{type(pairs).__name__}")
+    missing = [c for c in ("dataset", "pair_id", "good", "bad") if c not in pairs]
+    if missing:
+        raise ValueError(f"pairs lack column(s) {missing}; load them with xcomps_utils.tasks or "
+                         f"xcomps_utils.xcomps")
+    df = pairs.reset_index(drop=True).copy()
+    defaults = {"task": df["dataset"], "lang": "", "subset": "", "item": df["pair_id"]}
+    for col, default in defaults.items():
+        if col not in df:
+            df[col] = default
+    for col in _ID:
+        df[col] = df[col].astype(str)
+    dup = df.duplicated(["dataset", "task", "lang", "pair_id"], keep=False)
+    if dup.any():
+        rows = df.loc[dup, ["task", "lang", "pair_id"]].head(4).to_dict("records")
+        raise ValueError(f"{int(dup.sum())} pairs share (dataset, task, lang, pair_id), e.g. "
+                         f"{rows}; each pair needs its own id")
+    return df
+
+
+def _pairs_sha256(pairs: pd.DataFrame, columns: list[str]) -> str:
+    cols = _ID + [c for c in columns if c in pairs]
+    values = pairs[cols].astype(object).to_numpy().tolist()
+    return hashlib.sha256(json.dumps([cols, values], default=lambda x: np.asarray(x).tolist(),
+                                     ensure_ascii=False).encode()).hexdigest()
+
+
+def _long(pairs: pd.DataFrame, method: str, values: dict, wording="", order="", layer=-1
+          ) -> pd.DataFrame:
+    """Long rows: every pair of ``pairs`` x every measure of ``values`` (name -> ``[n]``)."""
+    frames = []
+    for measure, v in values.items():
+        f = pairs[_ID].copy()
+        f["method"], f["wording"], f["order"], f["layer"] = method, wording, order, layer
+        f["measure"], f["value"] = measure, np.asarray(v, dtype=np.float64)
+        frames.append(f)
+    return pd.concat(frames, ignore_index=True)[MEASURE_COLUMNS]
+
+
+# --- one shard of each method ---------------------------------------------------------------------
+
+def _direct(lm, pairs: pd.DataFrame, p: dict) -> tuple[pd.DataFrame, dict]:
+    from .scoring import token_scores, token_table
+
+    texts = list(dict.fromkeys(list(pairs["good"]) + list(pairs["bad"])))
+    scores = token_scores(lm, texts, bos_policy=p["bos_policy"], token_budget=p["token_budget"],
+                          batch_size=p["batch_size"])
+    by = dict(zip(texts, scores))
+    good, bad = [by[t] for t in pairs["good"]], [by[t] for t in pairs["bad"]]
+    lg, lb = np.array([s.total for s in good]), np.array([s.total for s in bad])
+    measures = _long(pairs, "direct", {
+        "logprob_good": lg, "logprob_bad": lb,
+        "logprob_mean_good": [s.mean for s in good], "logprob_mean_bad": [s.mean for s in bad],
+        "n_tokens_good": [len(s.logprobs) for s in good],
+        "n_tokens_bad": [len(s.logprobs) for s in bad],
+        "delta": lg - lb, "correct": lg - lb > 0, "tie": lg == lb})
+    tokens = token_table(scores)
+    tokens.insert(0, "text", np.asarray(texts, dtype=object)[tokens["text_index"].astype(int)])
+    tokens = tokens[["text", "position", "token_id", "token", "start", "end", "logprob"]]
+    return measures, {"direct_tokens": tokens}
+
+
+def _meta(lm, pairs: pd.DataFrame, p: dict) -> tuple[pd.DataFrame, dict]:
+    from .meta import score_meta
+
+    m = score_meta(lm, pairs.reset_index(drop=True), use_chat_template=p["use_chat_template"],
+                   token_budget=p["token_budget"], batch_size=p["batch_size"])
+    frames = [_long(pairs, "meta", {"logprob_good": m[f"meta_good_{o}"],
+                                    "logprob_bad": m[f"meta_bad_{o}"]}, order=name)
+              for o, name in enumerate(("good_first", "bad_first"))]
+    frames.append(_long(pairs, "meta", {
+        "logprob_good": m["meta_good"], "logprob_bad": m["meta_bad"], "delta": m["meta_delta"],
+        "correct": m["meta_correct"], "tie": m["meta_tie"], "answer_mass": m["meta_mass"]}))
+    return pd.concat(frames, ignore_index=True), {}
+
+
+def _token_ppl(lm, pairs: pd.DataFrame, p: dict) -> tuple[pd.DataFrame, dict]:
+    from .perplexity import build_prompt_pairs, score_prompt_pairs
+
+    measures, groups, tokens = [], [], []
+    for family, sub in pairs.groupby(pairs["task"].map(_wording_family), sort=False):
+        sub = sub.reset_index(drop=True)
+        pps = build_prompt_pairs(sub, _wordings(family, p["wordings"]))
+        m, g, scores = score_prompt_pairs(lm, pps, return_scores=True,
+                                          token_budget=p["token_budget"],
+                                          batch_size=p["batch_size"])
+        values = [c for c in m.columns if c not in ("item", "wording", "order")]
+        for (wording, order), mm in m.groupby(["wording", "order"], sort=False):
+            measures.append(_long(sub.iloc[mm["item"].to_numpy()], "token_ppl",
+                                  {c: mm[c] for c in values}, wording=wording, order=order))
+        ids = sub[["task", "lang", "pair_id"]]
+        groups.append(pd.concat([ids.iloc[g["item"].to_numpy()].reset_index(drop=True),
+                                 g.drop(columns="item").reset_index(drop=True)], axis=1))
+        for pp in pps:
+            for prompt, text in (("correct", pp.correct), ("incorrect", pp.incorrect)):
+                s = scores[text]
+                tokens.append(pd.DataFrame({
+                    "task": sub["task"].iat[pp.item], "lang": sub["lang"].iat[pp.item],
+                    "pair_id": sub["pair_id"].iat[pp.item], "wording": pp.wording,
+                    "order": pp.order, "prompt": prompt, "position": np.arange(len(s.logprobs)),
+                    "token_id": s.token_ids, "token": s.tokens, "start": s.offsets[:, 0], "end": s.offsets[:, 1],
+                    "logprob": s.logprobs}))
+    return (pd.concat(measures, ignore_index=True),
+            {"ppl_groups": pd.concat(groups, ignore_index=True),
+             "ppl_tokens": pd.concat(tokens, ignore_index=True)})
+
+
+def _wording_family(task: str) -> str:
+    from .tasks import get
+
+    if task.startswith("xcomps"):
+        raise ValueError("token-level perplexity has no prompt wordings for XCOMPS yet")
+    return get(task).wordings
+
+
+def _wordings(family: str, wordings) -> list[dict]:
+    from .perplexity import load_wordings
+
+    ws = load_wordings(family)
+    if wordings == "all":
+        return ws
+    chosen = [w for w in ws if w["id"] in wordings]
+    if not chosen:
+        raise ValueError(f"none of the wordings {wordings} exists for {family!r}; it has "
+                         f"{[w['id'] for w in ws]}")
+    return chosen
+
+
+def _neuro(lm, pairs: pd.DataFrame, p: dict) -> tuple[None, dict]:
+    from .neuro import last_token_states
+
+    texts = list(dict.fromkeys(list(pairs["good"]) + list(pairs["bad"])))
+    states = last_token_states(lm, texts, token_budget=p["token_budget"],
+                               batch_size=p["batch_size"])
+    return None, {"states": states, "neuro_sentences": pd.DataFrame({"text": texts})}
+
+
+class _ShardedStates:
+    """Rows of the states of every shard, gathered on demand (memory: the rows asked for)."""
+
+    def __init__(self, store: Store, rid: str):
+        self.parts = store.arrays(rid, "states")
+        texts = store.detail(rid, "neuro_sentences")["text"]
+        offsets = np.cumsum([0] + [len(a) for a in self.parts])
+        where = [(k, r) for k, a in enumerate(self.parts) for r in range(len(a))]
+        self.index = {}
+        for t, (k, r) in zip(texts, where):
+            self.index.setdefault(t, offsets[k] + r)
+        self.where = where
+        self.shape = (len(where),) + (self.parts[0].shape[1:] if self.parts else (0, 0))
+
+    def __getitem__(self, rows):
+        return np.stack([self.parts[self.where[i][0]][self.where[i][1]] for i in rows])
+
+
+def _probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame:
+    from .neuro import ProbeError, probe_pairs
+
+    states = _ShardedStates(store, rid)
+    group = "property" if "property" in pairs else "item"
+    frames = []
+    for by in p["probe_by"]:
+        by = list(by)
+        for key, sub in pairs.groupby(by, sort=False) if by else [((), pairs)]:
+            key = key if isinstance(key, tuple) else (key,)
+            try:
+                f1 = probe_pairs(states, states.index, sub, group=group,
+                                 n_splits=p["n_splits"], seed=p["seed"])
+            except ProbeError as err:
+                warnings.warn(f"neuro: no probe for {dict(zip(by, key))}: {err}")
+                continue
+            f1["n_sentences"] = len(dict.fromkeys(list(sub["good"]) + list(sub["bad"])))
+            ids = {c: (sub[c].iat[0] if sub[c].nunique() == 1 else "all") for c in _ID}
+            ids.update(pair_id="", item="", **dict(zip(by, map(str, key))))
+            for c in ("lang", "subset"):
+                if c not in by:
+                    ids[c] = "all"
+            for measure in ("f1", "f1_std", "convergence_warnings", "n_sentences"):
+                f = pd.DataFrame({**ids, "method": "neuro", "wording": "", "order": "",
+                                  "layer": f1["layer"].to_numpy(), "measure": measure,
+                                  "value": f1[measure].to_numpy(dtype=np.float64)})
+                frames.append(f[MEASURE_COLUMNS])
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=MEASURE_COLUMNS)
+
+
+_SHARD = {"direct": _direct, "meta": _meta, "token_ppl": _token_ppl, "neuro": _neuro}
+
+
+# --- the entry point -----------------------------------------------------------------------------
+
+class _Model:
+    """A model given by name is loaded only when some run has to be computed."""
+
+    def __init__(self, model, device, dtype, revision):
+        self.lm = model if isinstance(model, LanguageModel) else None
+        self.args = (model, device, dtype, revision)
+        if self.lm is not None:
+            self.identity = self.lm.identity()
+        else:
+            if not isinstance(model, str):
+                raise TypeError(f"model must be a name or a loaded LanguageModel, got "
+                                f"{type(model).__name__}")
+            self.identity = model_identity(model, revision, device, dtype)
+            if self.identity.get("model_revision") is None:  # only the loaded model knows
+                self.get()
+
+    def get(self) -> LanguageModel:
+        if self.lm is None:
+            self.lm = _load(*self.args)
+            self.identity = self.lm.identity()
+        return self.lm
+
+
+@functools.lru_cache(maxsize=1)
+def _load(name, device, dtype, revision) -> LanguageModel:
+    """The last model loaded by name stays loaded (a chapter runs several calls on it)."""
+    return load_model(name, device=device, dtype=dtype, revision=revision)
+
+
+def _parameters(method: str, p: dict) -> dict:
+    if method == "direct":
+        return {}
+    if method == "meta":
+        return {"use_chat_template": p["use_chat_template"]}
+    if method == "token_ppl":
+        return {"wordings": p["wordings"], "wordings_sha256": hashlib.sha256(
+            json.dumps(_wording_texts()).encode()).hexdigest()}
+    return {"probe_by": [list(b) for b in p["probe_by"]], "n_splits": p["n_splits"],
+            "seed": p["seed"], "layers": "embedding + every block, last after the final norm"}
+
+
+def _wording_texts() -> dict:
+    from .perplexity import load_wordings
+
+    return load_wordings()
+
+
+@dataclass
+class Results:
+    """What :func:`run` returns.
+
+    Attributes:
+        measures: the long table (:data:`xcomps_utils.store.MEASURE_COLUMNS` plus ``run``).
+        runs: ``{method: run id}``.
+        store: where they live.
+        computed: ``{method: shards computed by this call}`` (0: read from the store).
+        model: the loaded model, or ``None`` if nothing had to be computed.
+    """
+
+    measures: pd.DataFrame
+    runs: dict
+    store: Store
+    computed: dict = field(default_factory=dict)
+    model: LanguageModel | None = None
+
+    def wide(self, method: str | None = None) -> pd.DataFrame:
+        """:func:`wide` of the measures (of one method)."""
+        m = self.measures if method is None else self.measures[self.measures.method == method]
+        return wide(m)
+
+    def detail(self, name: str) -> pd.DataFrame:
+        """A detail table (``direct_tokens``, ``ppl_groups``, ``ppl_tokens``) of these runs."""
+        frames = [self.store.detail(r, name) for r in self.runs.values()]
+        frames = [f for f in frames if len(f)]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def provenance(self, method: str) -> dict:
+        """The run record of a method: key, provenance, status."""
+        return self.store.run(self.runs[method]).record
+
+    def describe_model(self) -> str:
+        """One line on the model, from the store's provenance when it was not loaded."""
+        if self.model is not None:
+            from .models import describe
+
+            return describe(self.model)
+        key = self.provenance(next(iter(self.runs)))["key"]
+        return (f"{key['model']} ({key['dtype']}, {key['device']}; weights "
+                f"{str(key['model_revision'])[:12]}): read from the results store {self.store.root}")
+
+
+def wide(measures: pd.DataFrame) -> pd.DataFrame:
+    """One row per (method, identifiers, wording, order, layer), one column per measure."""
+    idx = [c for c in ["run", "method"] + _ID + ["wording", "order", "layer"] if c in measures]
+    out = measures.set_index(idx + ["measure"])["value"].unstack("measure").reset_index()
+    out.columns.name = None
+    return out
+
+
+def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
+        store: str | Store | None = None, device="auto", dtype="auto", revision: str | None = None,
+        bos_policy: str = "bos", token_budget: int | str | None = "auto",
+        batch_size: int | None = None, shard_size: int | None = None,
+        use_chat_template: bool = False, wordings="all",
+        probe_by=(("lang", "subset"), ("lang",)), n_splits: int = 5, seed: int = 0,
+        datasets: dict | None = None, progress: bool = True) -> Results:
+    """Run methods over minimal pairs, through the results store.
+
+    For each method, the run's key (model and weights identity, dtype, device kind, BOS policy,
+    a SHA-256 of the pairs' identifiers and texts, the method's parameters, package version) names
+    a run of the store. A complete run is read, an unfinished one resumes from its finished
+    shards, a new one is computed shard by shard. A model given by name is loaded only if some
+    run must be computed.
+
+    Args:
+        model: an embedded model name, local folder or Hugging Face id, or a loaded
+            :class:`~xcomps_utils.models.LanguageModel`.
+        pairs: minimal pairs (``dataset``, ``pair_id``, ``good``, ``bad``; the identifiers
+            ``task``, ``lang``, ``subset``, ``item`` when known), e.g. from
+            :func:`xcomps_utils.tasks.sample` or :func:`xcomps_utils.xcomps.load_languages`.
+        methods: any of :data:`METHODS` (a single name is accepted).
+        store: results folder (``None``: a temporary one, nothing kept).
+        device, dtype, revision: for loading a model by name (see
+            :func:`~xcomps_utils.models.load_model`).
+        bos_policy: Direct's first-token convention (:data:`xcomps_utils.encoding.BOS_POLICIES`);
+            Meta, Neuro and token-level perplexity always use ``"bos"``.
+        token_budget, batch_size: batching (``token_budget="auto"``: from the device). They do
+            not change the numbers (tested), so they are not part of the key.
+        shard_size: pairs per shard (default :data:`DEFAULT_SHARD_SIZE`); a resumed run keeps
+            the shard size it started with.
+        use_chat_template: Meta's prompt through the tokenizer's chat template.
+        wordings: token-level perplexity wordings, ``"all"`` or a list of wording ids.
+        probe_by: Neuro probe groups, each a list of pair columns (``[]``: one probe on all).
+        n_splits, seed: Neuro cross-validation folds and seed.
+        datasets: ``{file: sha256}`` of the data files read (recorded in the provenance).
+        progress: a tqdm bar per method (pairs done).
+
+    Returns:
+        :class:`Results`.
+
+    Raises:
+        ValueError: an unknown method or BOS policy, pairs without the columns a method needs.
+        ModelNotFoundError: an unknown model name (see :func:`~xcomps_utils.models.load_model`).
+    """
+    methods = [methods] if isinstance(methods, str) else list(methods)
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise ValueError(f"unknown method(s) {unknown or methods}; use any of {list(METHODS)}")
+    if bos_policy not in BOS_POLICIES:
+        raise ValueError(f"unknown bos_policy {bos_policy!r}; use one of {list(BOS_POLICIES)}")
+    if shard_size is not None and (isinstance(shard_size, bool) or int(shard_size) < 1):
+        raise ValueError(f"shard_size must be an integer >= 1, got {shard_size!r}")
+    pairs = prepare_pairs(pairs)
+    if "meta" in methods:
+        need = [c for c in _USES["meta"] if c not in pairs]
+        if need:
+            raise ValueError(f"Meta needs XCOMPS pairs (xcomps_utils.xcomps.load_languages); "
+                             f"these lack {need}")
+    tmp = None
+    if store is None:
+        tmp = tempfile.TemporaryDirectory(prefix="xcomps-store-")
+        store = tmp.name
+    store = store if isinstance(store, Store) else Store(store)
+    handle = _Model(model, device, dtype, revision)
+    p = dict(bos_policy=bos_policy, token_budget=token_budget, batch_size=batch_size,
+             use_chat_template=use_chat_template, wordings=wordings,
+             probe_by=[list(b) for b in probe_by], n_splits=n_splits, seed=seed)
+    runs, computed = {}, {}
+    for method in methods:
+        key = {**handle.identity, "method": method,
+               "bos_policy": bos_policy if method == "direct" else "bos",
+               "pairs_sha256": _pairs_sha256(pairs, _USES[method]), "n_pairs": len(pairs),
+               "parameters": _parameters(method, p), "package_version": __version__}
+        rid = run_id(json.loads(json.dumps(key, default=str)))
+        runs[method], computed[method] = rid, 0
+        try:
+            if store.run(rid).complete:
+                continue
+        except KeyError:
+            pass
+        computed[method] = _compute(handle, store, key, pairs, method, p, shard_size, datasets,
+                                    progress)
+    measures = store.measures(list(runs.values()))
+    results = Results(measures, runs, store, computed, handle.lm)
+    results._tmp = tmp  # a temporary store lives as long as its results
+    return results
+
+
+def _compute(handle: _Model, store: Store, key: dict, pairs: pd.DataFrame, method: str, p: dict,
+             shard_size, datasets, progress) -> int:
+    from .results import provenance
+
+    lm = handle.get()
+    used = pairs[_ID + [c for c in _USES[method] if c in pairs]
+                 + (["property"] if method == "neuro" and "property" in pairs else [])]
+    size = shard_size or DEFAULT_SHARD_SIZE[method]
+    run_ = store.open_run(json.loads(json.dumps(key, default=str)), used, size,
+                          provenance(lm, datasets=datasets, method=method,
+                                     token_budget=p["token_budget"], batch_size=p["batch_size"]))
+    size = run_.record["shard_size"]
+    n_shards = run_.record["n_shards"]
+    todo = [i for i in range(n_shards) if not run_.is_done(i)]
+    bar = tqdm(total=len(used), initial=len(used) - sum(len(used[i * size:(i + 1) * size])
+                                                          for i in todo),
+               unit="pair", desc=f"{method} ({lm.name})", disable=not progress)
+    try:
+        for i in todo:
+            shard = used.iloc[i * size:(i + 1) * size].reset_index(drop=True)
+            measures, details = _SHARD[method](lm, shard, p)
+            run_.write_shard(i, measures, details)
+            bar.update(len(shard))
+    finally:
+        bar.close()
+    if method == "neuro" and not run_.is_done("probes"):
+        run_.write_shard("probes", _probes(store, run_.id, used, p))
+    run_.finish()
+    return len(todo)

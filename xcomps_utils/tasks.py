@@ -1,0 +1,212 @@
+"""The registry of minimal-pair tasks: what each one reads, how it is loaded and selected.
+
+One table for every consumer (the chapters, the command line, the methods layer): a
+:class:`Task` names its data files (for checksums and provenance), its loader, the prompt
+wordings of token-level perplexity, and the selection rule that method applies. XCOMPS is not a
+task here: it is loaded per language by :func:`xcomps_utils.xcomps.load_languages`.
+
+=================  ===========================================================================
+name               pairs
+=================  ===========================================================================
+``blimp_anaphor``  BLiMP ``anaphor_gender_agreement`` (1,000)
+``blimp_animacy``  BLiMP ``animate_subject_passive`` (1,000)
+``crows_pairs``    CrowS-pairs, ``good`` = the more stereotypical sentence (1,508)
+``dust``           DUST experiment 1, underspecified vs control (2,123)
+``nonsense``       generated pseudo-word lists, one with a real word (250, seeded)
+``blimp:<name>``   any of the 67 BLiMP phenomena
+=================  ===========================================================================
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import warnings
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from . import data
+
+__all__ = ["Task", "TASKS", "get", "names", "load", "select", "sample", "checksums", "counts"]
+
+
+@dataclass(frozen=True)
+class Task:
+    """One minimal-pair task.
+
+    Attributes:
+        name: registry name (the ``task`` column of its pairs).
+        dataset: the dataset family (``blimp``, ``crows_pairs``, ``dust``, ``nonsense``).
+        files: ``(dataset, file name)`` of the data files it reads (none for generated tasks).
+        wordings: family of prompt wordings for token-level perplexity
+            (``xcomps_utils/wordings.json``).
+        selection: the token-level perplexity selection rule, in words.
+        description: one line for listings.
+    """
+
+    name: str
+    dataset: str
+    files: tuple[tuple[str, str], ...]
+    wordings: str
+    selection: str
+    description: str
+    loader: Callable = None
+    selector: Callable = None
+
+
+def _unflagged(pairs: pd.DataFrame) -> pd.DataFrame:
+    return pairs[~(pairs["identical"] | pairs["duplicate"])].reset_index(drop=True)
+
+
+def _select_dust(pairs: pd.DataFrame, max_blocks: int = 3) -> pd.DataFrame:
+    blocks = np.maximum(pairs["good_pivots"].map(len), pairs["bad_pivots"].map(len))
+    keep = ~(pairs["identical"] | pairs["duplicate"]) & (blocks >= 1) & (blocks <= max_blocks)
+    return pairs[keep].reset_index(drop=True)
+
+
+def _select_crows(pairs: pd.DataFrame) -> pd.DataFrame:
+    stereo = pairs["extra"].map(lambda e: json.loads(e)["stereo_antistereo"] == "stereo")
+    one = (pairs["good_pivots"].map(len) == 1) & (pairs["bad_pivots"].map(len) == 1)
+    return pairs[~(pairs["identical"] | pairs["duplicate"]) & stereo & one].reset_index(drop=True)
+
+
+def _nonsense(seed: int = 0, **_):
+    from .nonsense import generate_nonsense
+
+    return generate_nonsense(250, seed=seed)
+
+
+def _blimp(phenomenon: str) -> Task:
+    return Task(f"blimp:{phenomenon}", "blimp", (("blimp", f"{phenomenon}.jsonl"),), "blimp",
+                f"all pairs of {phenomenon} without identical or duplicate pairs",
+                f"BLiMP {phenomenon}",
+                lambda data_dir=None, verify=True, **_: data.load_blimp(phenomenon, data_dir, verify),
+                _unflagged)
+
+
+TASKS: dict[str, Task] = {
+    "blimp_anaphor": Task(
+        "blimp_anaphor", "blimp", (("blimp", "anaphor_gender_agreement.jsonl"),), "blimp",
+        "all 1,000 pairs of anaphor_gender_agreement (one differing word)",
+        "BLiMP anaphor gender agreement (herself / himself)",
+        lambda data_dir=None, verify=True, **_: data.load_blimp("anaphor_gender_agreement",
+                                                                 data_dir, verify),
+        _unflagged),
+    "blimp_animacy": Task(
+        "blimp_animacy", "blimp", (("blimp", "animate_subject_passive.jsonl"),), "blimp",
+        "all 1,000 pairs of animate_subject_passive (one differing word)",
+        "BLiMP animate subject, passive (waitresses / picture)",
+        lambda data_dir=None, verify=True, **_: data.load_blimp("animate_subject_passive",
+                                                                 data_dir, verify),
+        _unflagged),
+    "crows_pairs": Task(
+        "crows_pairs", "crows_pairs", (("crows_pairs", "crows_pairs_anonymized.csv"),),
+        "crows_pairs",
+        "stereo rows only, no duplicates, sentences differing in exactly one contiguous span of "
+        "words", "CrowS-pairs: more vs less stereotypical (offensive by design)",
+        lambda data_dir=None, verify=True, **_: data.load_crows_pairs(data_dir, verify),
+        _select_crows),
+    "dust": Task(
+        "dust", "dust", (("dust", "experiment_1_data.csv"),), "dust",
+        "experiment 1, stripped, no identical/duplicate pairs, sentences differing in 1 to 3 "
+        "contiguous blocks of words", "DUST experiment 1: underspecified vs control sentence",
+        lambda data_dir=None, verify=True, **_: data.load_dust(data_dir, verify),
+        _select_dust),
+    "nonsense": Task(
+        "nonsense", "nonsense", (), "nonsense",
+        "generated: 250 lists of 6 pseudo-words (seeded), one real word swapped in",
+        "nonsense control: pseudo-word lists, one with a real word", _nonsense, _unflagged),
+}
+
+
+def names() -> list[str]:
+    """The registered task names (``blimp:<phenomenon>`` is accepted besides them)."""
+    return list(TASKS)
+
+
+def get(name: str) -> Task:
+    """The :class:`Task` of a name.
+
+    Raises:
+        DataError: unknown name (with close matches and the list of names).
+    """
+    if not isinstance(name, str):
+        raise data.DataError(f"a task name must be a string, got {name!r}")
+    if name in TASKS:
+        return TASKS[name]
+    if name.startswith("blimp:"):
+        phenomenon = name.split(":", 1)[1]
+        if phenomenon not in data.blimp_phenomena():
+            close = difflib.get_close_matches(phenomenon, data.blimp_phenomena(), n=3)
+            raise data.DataError(f"unknown BLiMP phenomenon {phenomenon!r}; did you mean {close}?")
+        return _blimp(phenomenon)
+    close = difflib.get_close_matches(name, names(), n=2)
+    raise data.DataError(f"unknown task {name!r}{f'; did you mean {close}' if close else ''}. "
+                         f"Known: {names()} or 'blimp:<phenomenon>'")
+
+
+def load(name: str, data_dir=None, verify: bool = True, seed: int = 0) -> pd.DataFrame:
+    """Every pair of a task (flagged pairs included, see the ``identical``/``duplicate``
+    columns), with a ``task`` column. ``seed`` is used by generated tasks only.
+
+    Raises:
+        DataError / ChecksumError: unknown task, missing or altered data file, malformed row.
+    """
+    task = get(name)
+    return task.loader(data_dir=data_dir, verify=verify, seed=seed).assign(task=task.name)
+
+
+def select(name: str, data_dir=None, verify: bool = True, seed: int = 0) -> pd.DataFrame:
+    """The pairs token-level perplexity uses (the task's :attr:`Task.selection` rule; flagged
+    pairs are always left out), with a ``task`` column."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", data.DataQualityWarning)  # flagged pairs are dropped
+        pairs = load(name, data_dir, verify, seed)
+    return get(name).selector(pairs)
+
+
+def sample(names_: list[str], n: int | None, seed: int = 0, selection: bool = False,
+           data_dir=None) -> pd.DataFrame:
+    """``n`` seeded whole pairs of each task, concatenated (see
+    :func:`xcomps_utils.data.sample_pairs`); ``selection=True`` samples from :func:`select`
+    (token-level perplexity) instead of every unflagged pair (Direct).
+
+    Raises:
+        DataError: unknown task; ValueError: ``n < 1``.
+    """
+    frames = []
+    for name in names_:
+        if selection:
+            pool = select(name, data_dir, seed=seed)
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", data.DataQualityWarning)
+                pool = load(name, data_dir, seed=seed)
+        frames.append(data.sample_pairs(pool, n, seed=seed))
+    return pd.concat(frames, ignore_index=True)
+
+
+def checksums(names_: list[str]) -> dict[str, str]:
+    """``{"<dataset>/<file>": sha256}`` of the manifest entries the tasks read (provenance)."""
+    out = {}
+    for name in names_:
+        for d, f in get(name).files:
+            out[f"{d}/{f}"] = data.manifest(d)["files"][f]
+    return out
+
+
+def counts(sampled: pd.DataFrame, data_dir=None) -> pd.DataFrame:
+    """Per task of ``sampled`` (with a ``task`` column): pairs in the file, identical and
+    duplicate pairs flagged by the loader, pairs in the sample."""
+    rows = []
+    for name, sub in sampled.groupby("task", sort=False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", data.DataQualityWarning)
+            full = load(name, data_dir)
+        rows.append({"task": name, "pairs in file": len(full),
+                     "identical": int(full["identical"].sum()),
+                     "duplicate": int(full["duplicate"].sum()), "sampled": len(sub)})
+    return pd.DataFrame(rows).set_index("task")
