@@ -42,7 +42,7 @@ from .scoring import TokenScores, token_scores
 
 __all__ = ["load_wordings", "PromptPair", "build_prompt_pairs", "align_groups",
            "plain_proportion", "normalized_proportion", "score_prompt_pairs", "CATEGORIES",
-           "item_summary"]
+           "item_summary", "findings_markdown"]
 
 CATEGORIES = ("pivotal", "period", "other")
 _PERIODS = ".\u3002\uff0e"  # full stop, ideographic full stop, fullwidth full stop
@@ -315,3 +315,30 @@ def item_summary(metrics: pd.DataFrame) -> pd.DataFrame:
     out.insert(0, "prompt_pairs", g.size())
     out.insert(1, "accuracy", g["correct"].mean())
     return out.reset_index()
+
+
+def findings_markdown(table: pd.DataFrame) -> str:
+    """The results chapter's comparison with the paper, as Markdown: this run's numbers beside
+    each of the paper's statements (a description of the run, not a test of the claim).
+
+    Args:
+        table: per task (index) means of ``accuracy``, ``plain_pivotal_ppl``,
+            ``plain_pivotal_s``, ``plain_period_ppl``, ``plain_period_s`` over items.
+    """
+    t, lines = table, []
+    if "nonsense" in t.index:
+        lines.append(f"* **Nonsense control.** The paper reports a plain pivotal proportion near 1. "
+                     f"Here: {t.loc['nonsense', 'plain_pivotal_ppl']:.2f} on ΔPPL and "
+                     f"{t.loc['nonsense', 'plain_pivotal_s']:.2f} on Δ surprisal, accuracy "
+                     f"{t.loc['nonsense', 'accuracy']:.2f}.")
+    blimp = [x for x in ("blimp_anaphor", "blimp_animacy") if x in t.index]
+    if blimp:
+        lines.append("* **BLiMP.** The paper finds at most about 0.5 of the difference on pivotal "
+                     "tokens. Here: " + "; ".join(
+                         f"{x} {t.loc[x, 'plain_pivotal_ppl']:.2f} (ΔPPL), "
+                         f"{t.loc[x, 'plain_pivotal_s']:.2f} (Δ surprisal)" for x in blimp) + ".")
+    if "crows_pairs" in t.index:
+        lines.append(f"* **Stereotypes.** The paper finds period tokens carrying a share. Here the "
+                     f"plain period proportion is {t.loc['crows_pairs', 'plain_period_ppl']:.3f} "
+                     f"(ΔPPL) and {t.loc['crows_pairs', 'plain_period_s']:.3f} (Δ surprisal).")
+    return "\n".join(lines)

@@ -223,7 +223,7 @@ class Store:
             run = Run(self, rid)
             rec, key = run.record, run.record["key"]
             rows.append({"run": rid, "method": key.get("method"), "status": rec["status"],
-                         "shards": f"{len(run.done())}/{rec['n_shards']}",
+                         "shards": f"{sum(d.startswith('shard-') for d in run.done())}/{rec['n_shards']}",
                          "pairs": rec["n_pairs"], "model": key.get("model"),
                          "weights": str(key.get("model_revision"))[:12],
                          "dtype": key.get("dtype"), "device": key.get("device"),
