@@ -32,3 +32,13 @@ def test_results_round_trip_with_provenance(tmp_path):
     df.to_parquet(tmp_path / "plain.parquet")
     with pytest.raises(ValueError, match="no xcomps_provenance"):
         results.read_results(tmp_path / "plain.parquet")
+
+
+def test_environment_names_versions_and_provenance_uses_it():
+    import torch
+
+    env = results.environment()
+    assert env["torch"] == torch.__version__ and env["xcomps_utils"] == results.__version__
+    assert isinstance(env["CUDA available"], bool) and env["CPU threads"] >= 1
+    prov = results.provenance(None, seed=3)
+    assert prov["torch"] == env["torch"] and prov["parameters"] == {"seed": 3}

@@ -18,9 +18,21 @@ import pyarrow.parquet as pq
 
 from . import __version__
 
-__all__ = ["provenance", "write_results", "read_results"]
+__all__ = ["environment", "provenance", "write_results", "read_results"]
 
 _KEY = b"xcomps_provenance"
+
+
+def environment() -> dict:
+    """The software and machine a result is computed with: Python, this package, torch,
+    transformers and pandas versions, the machine type, whether CUDA is available, CPU threads."""
+    import torch
+    import transformers
+
+    return {"python": platform.python_version(), "xcomps_utils": __version__,
+            "torch": torch.__version__, "transformers": transformers.__version__,
+            "pandas": pd.__version__, "machine": platform.machine(),
+            "CUDA available": torch.cuda.is_available(), "CPU threads": torch.get_num_threads()}
 
 
 def provenance(lm=None, datasets: dict | None = None, **parameters) -> dict:
@@ -31,13 +43,11 @@ def provenance(lm=None, datasets: dict | None = None, **parameters) -> dict:
         datasets: ``{file name: sha256}`` of the data files read.
         **parameters: the run's parameters (bos_policy, batch size, seed, ...).
     """
-    import torch
-    import transformers
-
+    env = environment()
     record = {
         "package": "xcomps_utils", "package_version": __version__,
-        "torch": torch.__version__, "transformers": transformers.__version__,
-        "python": platform.python_version(), "machine": platform.machine(),
+        "torch": env["torch"], "transformers": env["transformers"],
+        "python": env["python"], "machine": env["machine"],
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "data_sha256": datasets or {}, "parameters": parameters,
     }

@@ -79,29 +79,19 @@ def _nonsense(seed: int = 0, **_):
     return generate_nonsense(250, seed=seed)
 
 
-def _blimp(phenomenon: str) -> Task:
-    return Task(f"blimp:{phenomenon}", "blimp", (("blimp", f"{phenomenon}.jsonl"),), "blimp",
-                f"all pairs of {phenomenon} without identical or duplicate pairs",
-                f"BLiMP {phenomenon}",
+def _blimp(phenomenon: str, name: str | None = None, description: str | None = None) -> Task:
+    return Task(name or f"blimp:{phenomenon}", "blimp", (("blimp", f"{phenomenon}.jsonl"),),
+                "blimp", f"all pairs of {phenomenon} without identical or duplicate pairs",
+                description or f"BLiMP {phenomenon}",
                 lambda data_dir=None, verify=True, **_: data.load_blimp(phenomenon, data_dir, verify),
                 _unflagged)
 
 
 TASKS: dict[str, Task] = {
-    "blimp_anaphor": Task(
-        "blimp_anaphor", "blimp", (("blimp", "anaphor_gender_agreement.jsonl"),), "blimp",
-        "all 1,000 pairs of anaphor_gender_agreement (one differing word)",
-        "BLiMP anaphor gender agreement (herself / himself)",
-        lambda data_dir=None, verify=True, **_: data.load_blimp("anaphor_gender_agreement",
-                                                                 data_dir, verify),
-        _unflagged),
-    "blimp_animacy": Task(
-        "blimp_animacy", "blimp", (("blimp", "animate_subject_passive.jsonl"),), "blimp",
-        "all 1,000 pairs of animate_subject_passive (one differing word)",
-        "BLiMP animate subject, passive (waitresses / picture)",
-        lambda data_dir=None, verify=True, **_: data.load_blimp("animate_subject_passive",
-                                                                 data_dir, verify),
-        _unflagged),
+    "blimp_anaphor": _blimp("anaphor_gender_agreement", "blimp_anaphor",
+                            "BLiMP anaphor gender agreement (herself / himself)"),
+    "blimp_animacy": _blimp("animate_subject_passive", "blimp_animacy",
+                            "BLiMP animate subject, passive (waitresses / picture)"),
     "crows_pairs": Task(
         "crows_pairs", "crows_pairs", (("crows_pairs", "crows_pairs_anonymized.csv"),),
         "crows_pairs",
