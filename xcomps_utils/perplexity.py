@@ -341,4 +341,6 @@ def findings_markdown(table: pd.DataFrame) -> str:
         lines.append(f"* **Stereotypes.** The paper finds period tokens carrying a share. Here the "
                      f"plain period proportion is {t.loc['crows_pairs', 'plain_period_ppl']:.3f} "
                      f"(ΔPPL) and {t.loc['crows_pairs', 'plain_period_s']:.3f} (Δ surprisal).")
+    lines.append("\nThese are this run's numbers beside the paper's, without tests: see the "
+                 "intervals in Figure 1 and the sample sizes in the selection table.")
     return "\n".join(lines)
