@@ -13,12 +13,36 @@ def test_wilson_interval_known_values():
         stats.wilson_interval(3, 2)
 
 
-def test_accuracy_table_counts_ties_as_wrong():
-    df = pd.DataFrame({"task": ["a"] * 4 + ["b"] * 2,
-                       "correct": [True, True, False, False, True, False],
-                       "tie": [False, False, True, False, False, False]})
-    t = stats.accuracy_table(df).set_index("task")
-    assert t.loc["a", "accuracy"] == 0.5 and t.loc["a", "ties"] == 1 and t.loc["b", "n"] == 2
+def test_accuracy_table_leaves_ties_and_near_ties_out_of_the_denominator():
+    # The case: 20 pairs of principle_A_case_2, 5 of them identical (ties), 12 right.
+    df = pd.DataFrame({"task": ["a"] * 20,
+                       "correct": [True] * 12 + [False] * 3 + [False] * 5,
+                       "tie": [False] * 15 + [True] * 5})
+    row = stats.accuracy_table(df).iloc[0]
+    assert (row["n"], row["ties"], row["decided"], row["correct"]) == (20, 5, 15, 12)
+    assert row["accuracy"] == pytest.approx(0.8)  # was 12/20 = 0.60
+    lo, hi = stats.wilson_interval(12, 15)
+    assert (row["ci_low"], row["ci_high"]) == (lo, hi)
+    # a near tie is apart too, and a pair both tie and near tie is counted once, as a tie
+    df["near_tie"] = [True] + [False] * 13 + [True] + [True] * 5
+    row = stats.accuracy_table(df).iloc[0]
+    assert (row["ties"], row["near_ties"], row["decided"], row["correct"]) == (5, 2, 13, 11)
+    # a group with no decided pair has no accuracy, not 0
+    t = stats.accuracy_table(pd.DataFrame({"task": ["x"], "correct": [False], "tie": [True]}))
+    assert t["decided"].iat[0] == 0 and t["accuracy"].isna().iat[0]
+
+
+def test_sample_pairs_says_when_it_returns_fewer_than_asked():
+    from xcomps_utils import data
+
+    df = pd.DataFrame({"pair_id": [str(i) for i in range(10)], "identical": [False] * 8 + [True] * 2,
+                       "duplicate": [False] * 10})
+    with pytest.warns(data.SmallSampleWarning, match="asked for 10 pairs, returning 8.*2 are identical"):
+        assert len(data.sample_pairs(df, 10)) == 8
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(data.sample_pairs(df, 8)) == 8 and len(data.sample_pairs(df, None)) == 8
 
 
 def test_results_round_trip_with_provenance(tmp_path):

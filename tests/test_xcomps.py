@@ -185,28 +185,24 @@ def test_hooked_states_equal_output_hidden_states(model, request):
         np.testing.assert_allclose(neuro.last_token_states(lm, [text])[0], want, atol=1e-5, rtol=0)
 
 
-def test_grouped_folds_keep_items_together():
-    from sklearn.model_selection import StratifiedGroupKFold
-
-    labels = np.array([1, 0, 0, 0, 0] * 10)
-    groups = np.repeat(np.arange(10), 5)
-    cv = StratifiedGroupKFold(n_splits=5, shuffle=True, random_state=0)
-    for train, test in cv.split(np.zeros(len(labels)), labels, groups):
-        assert not set(groups[train]) & set(groups[test])
-
-
 def test_probe_separable_and_refusals():
+    from xcomps_utils import probing
+
     rng = np.random.default_rng(0)
     labels = np.array([1, 0] * 30)
-    groups = np.repeat(np.arange(30), 2)
+    items, concepts = np.repeat(np.arange(30), 2), np.arange(60)
     states = rng.normal(size=(60, 3, 8)).astype(np.float32)
     states[:, 1, 0] += 10 * labels  # layer 1 is linearly separable
-    res = neuro.probe_layers(states, labels, groups)
-    assert res.loc[1, "f1"] == 1.0 and res.loc[0, "f1"] < 0.9
-    with pytest.raises(neuro.ProbeError, match="only one class"):
-        neuro.probe_layers(states, np.ones(60), groups)
-    with pytest.raises(neuro.ProbeError, match="fewer than the 5 folds"):
-        neuro.probe_layers(states[:33], np.r_[np.ones(3), np.zeros(30)], np.arange(33))
+    folds, info = probing.make_folds(labels, items, concepts)
+    assert info["grouping"] == "item+concept" and info["leaked_concepts"] == 0
+    for train, test in folds:  # an item never spans two folds
+        assert not set(items[train]) & set(items[test])
+    res = probing.probe_layers(states, labels, folds)
+    assert res.loc[1, "f1"] == 1.0 and res.loc[1, "mcc"] == 1.0 and res.loc[0, "f1"] < 0.9
+    with pytest.raises(probing.ProbeError, match="only one class"):
+        probing.make_folds(np.ones(60), items, concepts)
+    with pytest.raises(probing.ProbeError, match="fewer than the 5 folds"):
+        probing.make_folds(np.r_[np.ones(3), np.zeros(30)], np.arange(33), np.arange(33))
 
 
 def test_upstream_english_comps_jsonl_builds_sentences(tmp_path, monkeypatch):

@@ -6,4 +6,4 @@ causal LM), :mod:`~xcomps_utils.scoring` (token and sequence log-probabilities),
 provenance), :mod:`~xcomps_utils.plots` (figures).
 """
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"

@@ -149,6 +149,48 @@ def _summary(measures):
     return g.agg(n="size", accuracy="mean").reset_index().round({"accuracy": 3})
 
 
+@main.command("sweep")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--executor", type=click.Choice(["auto", "ray", "local"]), default=None,
+              help="override the file's executor (auto: Ray if installed, else one process)")
+@click.option("--address", default=None,
+              help="Ray cluster to join (auto, ray://head:10001); default: the file's ray.address")
+@click.option("--store", default=None, help="override the file's store")
+@click.option("--dry-run", is_flag=True, help="validate, print the runs and shards, compute nothing")
+@click.option("--quiet", is_flag=True, help="no progress bar")
+def sweep_cmd(file, executor, address, store, dry_run, quiet):
+    """Run the sweep FILE (YAML: models x data x methods) on Ray or in one process.
+
+    Its runs are the runs `xcomps-study run` makes of the same selection: finished shards are
+    kept, a complete run is read. See the book's "Sweeps" page for the file's fields.
+    """
+    from . import sweep as SW
+    from .data import DataError
+    from .models import ModelNotFoundError
+    from .store import StoreError
+
+    try:
+        sw = SW.load_sweep(file)
+        if dry_run:
+            specs = SW.plan(sw, store)
+            click.echo(SW.describe(sw, specs).to_string(index=False))
+            click.echo(f"{len(specs)} runs, {sum(s.n_shards for s in specs)} shards, store "
+                       f"{specs[0].store if specs else store or sw.store}")
+            return
+        res = SW.run_sweep(sw, executor=executor, address=address, store=store,
+                           progress=not quiet)
+    except (SW.SweepError, ModelNotFoundError, DataError, StoreError, ModuleNotFoundError) as err:
+        raise click.ClickException(str(err)) from err
+    for r in res.runs.itertuples():
+        how = f"computed {r.computed} shard(s)" if r.computed else "read from the store"
+        click.echo(f"{r.run}: {r.pairs} pairs ({r.data}), {how}")
+    summary = res.summary()
+    if len(summary):
+        click.echo(summary.to_string(index=False))
+    click.echo(f"{len(res.runs)} runs in {res.store}: {res.wall_s:.1f} s on {res.executor} "
+               f"({res.replicas} replica(s))")
+
+
 @main.command("ls")
 @click.option("--store", default="results", show_default=True, help=STORE_HELP)
 @click.option("--method", default=None, help="only runs of this method")

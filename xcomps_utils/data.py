@@ -57,6 +57,7 @@ __all__ = [
     "load_crows_pairs",
     "load_dust",
     "sample_pairs",
+    "SmallSampleWarning",
 ]
 
 PAIR_COLUMNS = [
@@ -353,16 +354,27 @@ def sample_pairs(pairs: pd.DataFrame, n: int | None, seed: int = 0,
                  drop_flagged: bool = True) -> pd.DataFrame:
     """A seeded, reproducible sample of ``n`` whole pairs (rows), in the file's order.
 
-    Flagged pairs (identical or duplicate) are left out first when ``drop_flagged``. ``n=None`` or
-    ``n >= len`` keeps every pair.
+    Flagged pairs (identical or duplicate) are left out first when ``drop_flagged``. ``n=None``
+    keeps every pair. When fewer than ``n`` pairs are left, all of them are returned and a
+    :class:`SmallSampleWarning` says how many, and why.
 
     Raises:
         ValueError: ``n < 1``.
     """
+    if n is not None and n < 1:
+        raise ValueError(f"n must be >= 1 or None, got {n}")
+    total = len(pairs)
     if drop_flagged:
         pairs = pairs[~(pairs["identical"] | pairs["duplicate"])]
     if n is None or n >= len(pairs):
+        if n is not None and n > len(pairs):
+            flagged = total - len(pairs)
+            warnings.warn(f"asked for {n} pairs, returning {len(pairs)}: the data has {total}"
+                          + (f", of which {flagged} are identical or duplicate pairs, left out"
+                             if flagged else ""), SmallSampleWarning, stacklevel=2)
         return pairs.reset_index(drop=True)
-    if n < 1:
-        raise ValueError(f"n must be >= 1 or None, got {n}")
     return pairs.sample(n=n, random_state=seed).sort_index().reset_index(drop=True)
+
+
+class SmallSampleWarning(UserWarning):
+    """A sample has fewer pairs or items than asked for."""

@@ -141,7 +141,7 @@ def length_batches(lengths: list[int], batch_size: int | None, token_budget: int
     return batches
 
 
-def default_token_budget(lm) -> int:
+def default_token_budget(lm, held_per_text: int = 0) -> int:
     """Tokens per forward pass (``texts x length``) for a :class:`~xcomps_utils.models.LanguageModel`.
 
     CPU: 2,048 (measured fastest on 2 cores among 1,024-4,096; ``benchmarks/cpu_scoring.py``).
@@ -150,6 +150,13 @@ def default_token_budget(lm) -> int:
     projections and MLP intermediate of the current layer plus the key/value cache of every
     layer (kept for shared prefixes), clamped to [1,024, 131,072]. Logits do not count: they are
     taken a chunk at a time (:data:`xcomps_utils.scoring.LOGIT_CHUNK_ELEMENTS`).
+
+    Args:
+        held_per_text: bytes a caller keeps for every text of a batch until the batch ends (the
+            Neuro hooks' ``[L + 1, H]`` float32 last-token states,
+            :func:`xcomps_utils.neuro.last_token_states`). Counted per token as
+            ``held_per_text / 2``: every text is at least two tokens (BOS and one), so a batch
+            of ``budget`` tokens never holds more than ``budget / 2`` texts.
     """
     if lm.device.type != "cuda":
         return 2048
@@ -159,18 +166,20 @@ def default_token_budget(lm) -> int:
     kv = (getattr(cfg, "num_key_value_heads", None) or heads) * (
         getattr(cfg, "head_dim", None) or h // heads)
     per_token = lm.model.dtype.itemsize * (6 * h + 3 * inter + 2 * kv * (layers + 1))
+    per_token += held_per_text // 2
     free, _ = torch.cuda.mem_get_info(lm.device)
     return int(min(131072, max(1024, free // 4 // per_token)))
 
 
-def resolve_token_budget(lm, token_budget) -> int | None:
-    """``"auto"`` -> :func:`default_token_budget`; an int or ``None`` as given.
+def resolve_token_budget(lm, token_budget, held_per_text: int = 0) -> int | None:
+    """``"auto"`` -> :func:`default_token_budget` (``held_per_text`` passed on); an int or
+    ``None`` as given.
 
     Raises:
         ValueError: anything else (names the parameter).
     """
     if token_budget == "auto":
-        return default_token_budget(lm)
+        return default_token_budget(lm, held_per_text)
     if token_budget is None:
         return None
     if isinstance(token_budget, bool) or not isinstance(token_budget, (int, np.integer)) \

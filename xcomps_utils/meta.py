@@ -11,23 +11,210 @@ cancelling position bias. Answer tokens come from encoding prompt + answer toget
 (:func:`xcomps_utils.scoring.continuation_scores`). The probability mass the two answers take of
 the whole vocabulary, ``p(good) + p(bad)``, is reported: a low mass means the model would rather
 say something else, and the comparison then means little.
+
+The templates, one per language of the language table (17 XCOMPS languages and English), are
+package data, ``xcomps_utils/resources/meta_templates.json``: question, answer cue, whether a
+space separates cue and answer, and the option rule (which determiners may stand before the
+concept in a sentence's subject prefix, how its sentence-initial capital is undone). Each names
+its source and review status; all are the project's own wording, not reviewed by native
+speakers (the XCOMPS paper's Figure 2 prompts are not in the stored paper text).
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+import hashlib
+import json
+import string
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
+from .data import DataError
+from .paths import resources_dir
 from .scoring import continuation_scores
-from .xcomps import meta_template
 
-__all__ = ["option_text", "build_meta_prompts", "score_meta"]
+__all__ = ["TEMPLATE_FIELDS", "PLACEHOLDERS", "LOWERCASE_RULES", "meta_templates_file",
+           "load_meta_templates", "meta_templates_sha256", "meta_template_table", "option_text",
+           "build_meta_prompts", "score_meta"]
+
+#: Fields of a template and their types.
+TEMPLATE_FIELDS = {"question": str, "answer": str, "space": bool, "determiners": list,
+                   "lowercase": str, "lowercase_map": dict, "options": str, "source": str,
+                   "review": str}
+#: The placeholders of a question, each exactly once.
+PLACEHOLDERS = ("property_phrase", "option_1", "option_2")
+#: How a prefix's sentence-initial capital is undone.
+LOWERCASE_RULES = ("first", "determiner", "none")
 
 
-def option_text(prefix: str) -> str:
-    """An answer option from a sentence's subject prefix: first character lower-cased
-    (``"A robin"`` -> ``"a robin"``, ``"Ein Rotkehlchen"`` -> ``"ein Rotkehlchen"``)."""
-    return prefix[:1].lower() + prefix[1:]
+def meta_templates_file() -> Path:
+    """``xcomps_utils/resources/meta_templates.json``."""
+    return resources_dir() / "meta_templates.json"
+
+
+def meta_templates_sha256(path=None) -> str:
+    """SHA-256 of the template file (for a run's key: new wording, new run)."""
+    return hashlib.sha256(Path(path or meta_templates_file()).read_bytes()).hexdigest()
+
+
+def _braces(text: str) -> bool:
+    return "{" in text or "}" in text
+
+
+def _validate(path, lang: str, t) -> dict:
+    where = f"{path}, language {lang!r}"
+    if not isinstance(t, dict):
+        raise DataError(f"{where}: expected an object, got {type(t).__name__}")
+    for field, kind in TEMPLATE_FIELDS.items():
+        if field not in t:
+            raise DataError(f"{where}: missing field {field!r} (required: {list(TEMPLATE_FIELDS)})")
+        if not isinstance(t[field], kind):
+            raise DataError(f"{where}, field {field!r}: expected {kind.__name__}, "
+                            f"got {type(t[field]).__name__}")
+        if kind is str and not t[field].strip():
+            raise DataError(f"{where}, field {field!r}: empty")
+    extra = sorted(set(t) - set(TEMPLATE_FIELDS))
+    if extra:
+        raise DataError(f"{where}: unknown field(s) {extra} (allowed: {list(TEMPLATE_FIELDS)})")
+    q = t["question"]
+    try:
+        parsed = list(string.Formatter().parse(q))
+    except ValueError as exc:
+        raise DataError(f"{where}, field 'question': stray brace ({exc})") from exc
+    names = [name for _, name, _, _ in parsed if name is not None]
+    if any(_braces(lit) for lit, *_ in parsed):  # "{{" / "}}": a literal brace
+        raise DataError(f"{where}, field 'question': stray brace (a literal '{{' or '}}')")
+    if any(spec or conv for _, name, spec, conv in parsed if name is not None):
+        raise DataError(f"{where}, field 'question': placeholders take no format spec or "
+                        f"conversion")
+    if sorted(names) != sorted(PLACEHOLDERS):
+        want = ", ".join("{" + n + "}" for n in PLACEHOLDERS)
+        raise DataError(f"{where}, field 'question': placeholders {names}, expected exactly "
+                        f"{want}, each once")
+    for field in ("question", "answer"):
+        if t[field] != t[field].strip():
+            raise DataError(f"{where}, field {field!r}: leading or trailing whitespace (the "
+                            f"separator is the 'space' field)")
+    if _braces(t["answer"]):
+        raise DataError(f"{where}, field 'answer': stray brace in {t['answer']!r}")
+    for d in t["determiners"]:
+        if not isinstance(d, str) or not d.strip() or _braces(d) or d != d.lstrip():
+            raise DataError(f"{where}, field 'determiners': {d!r} is not a determiner (text, "
+                            f"no braces, no leading whitespace)")
+    if t["lowercase"] not in LOWERCASE_RULES:
+        raise DataError(f"{where}, field 'lowercase': {t['lowercase']!r} is not one of "
+                        f"{list(LOWERCASE_RULES)}")
+    if t["lowercase"] == "determiner" and not t["determiners"]:
+        raise DataError(f"{where}, field 'lowercase': 'determiner' needs determiners")
+    for k, v in t["lowercase_map"].items():
+        if not k or not isinstance(v, str) or not v:
+            raise DataError(f"{where}, field 'lowercase_map': {k!r} -> {v!r} is not a mapping "
+                            f"of non-empty texts")
+    return t
+
+
+@functools.lru_cache(maxsize=8)
+def _load(path: str, mtime: float) -> dict:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise DataError(f"no metalinguistic template file {path}") from exc
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: malformed JSON at line {exc.lineno} ({exc.msg})") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("templates"), dict):
+        raise DataError(f"{path}: expected an object with a 'templates' object "
+                        f"(language code -> template)")
+    from .xcomps import languages
+
+    known = set(languages()["iso"])
+    out = {}
+    for lang, t in data["templates"].items():
+        if lang not in known:
+            raise DataError(f"{path}, language {lang!r}: not in the language table "
+                            f"xcomps_utils/resources/languages.csv")
+        out[lang] = _validate(path, lang, t)
+    return out
+
+
+def load_meta_templates(path=None) -> dict[str, dict]:
+    """Every metalinguistic template, validated: ``{language code: template}``.
+
+    A template has ``question`` (exactly the placeholders ``{property_phrase}``, ``{option_1}``,
+    ``{option_2}``, each once, no other braces), ``answer`` (the answer cue), ``space`` (bool:
+    a space between cue and option), ``determiners`` and ``lowercase``/``lowercase_map`` (the
+    option rule, see :func:`option_text`), ``options`` (the rule in words), ``source`` and
+    ``review``.
+
+    Args:
+        path: the template file (default :func:`meta_templates_file`).
+
+    Raises:
+        DataError: a missing or malformed file, a language not in the language table, or a
+            template with a missing, empty, mistyped or unknown field, wrong placeholders or a
+            stray brace (the message names the file, language and field).
+    """
+    path = Path(path or meta_templates_file())
+    mtime = path.stat().st_mtime if path.exists() else 0.0
+    return copy.deepcopy(_load(str(path), mtime))  # callers may edit their copy
+
+
+def meta_template_table(path=None) -> pd.DataFrame:
+    """The templates as a table for the book: one row per language (index ``lang``) with its
+    name, question, answer cue, space, determiners, source and review."""
+    from .xcomps import languages
+
+    names = languages().set_index("iso")["name"]
+    rows = [{"lang": lang, "language": names.get(lang, ""), "question": t["question"],
+             "answer cue": t["answer"], "space before answer": t["space"],
+             "determiners": ", ".join(d.strip() for d in t["determiners"]) or "(none)",
+             "source": t["source"], "review": t["review"]}
+            for lang, t in sorted(load_meta_templates(path).items())]
+    return pd.DataFrame(rows).set_index("lang")
+
+
+def _lower_initial(text: str, t: dict) -> str:
+    rule = t["lowercase"]
+    if rule == "none":
+        return text
+    if rule == "determiner" and not any(text[:len(d)].lower() == d for d in t["determiners"]):
+        return text
+    for cap in sorted(t["lowercase_map"], key=len, reverse=True):
+        if text.startswith(cap):
+            return t["lowercase_map"][cap] + text[len(cap):]
+    return text[:1].lower() + text[1:]
+
+
+def option_text(prefix: str, concept: str, template: dict) -> str:
+    """An answer option: the sentence's subject prefix, its sentence-initial capital undone by
+    the template's ``lowercase`` rule (``lowercase_map`` first: Turkish ``I`` -> ``ı``), if it
+    is the concept preceded by zero or more of the template's ``determiners``; otherwise, or
+    when there is no prefix, the concept as written.
+
+    ``"A robin"`` -> ``"a robin"``; German ``"Ein Rotkehlchen"`` -> ``"ein Rotkehlchen"``;
+    Turkish ``"Bir kızılgerdanın"`` (genitive) -> the concept ``"kızılgerdan"``; Japanese
+    ``"コマドリは"`` (topic particle) -> ``"コマドリ"``; Arabic ``"البطريق"`` -> ``"البطريق"``.
+
+    Args:
+        prefix: ``prefix_acceptable``/``prefix_unacceptable`` (may be empty).
+        concept: ``acceptable_concept``/``unacceptable_concept``.
+        template: from :func:`load_meta_templates`.
+    """
+    concept = concept.strip()
+    prefix = prefix.strip() if isinstance(prefix, str) else ""
+    if prefix:
+        lowered = rest = _lower_initial(prefix, template)
+        while True:
+            if rest == concept:
+                return lowered
+            d = next((d for d in template["determiners"]
+                      if rest.startswith(d) and len(rest) > len(d)), None)
+            if d is None:
+                break
+            rest = rest[len(d):]
+    return concept
 
 
 def _chat_context(tokenizer, question: str, answer_cue: str) -> str:
@@ -47,14 +234,17 @@ def build_meta_prompts(pairs: pd.DataFrame, use_chat_template: bool = False,
     and the two answer continuations (``answer_good``, ``answer_bad``).
 
     Raises:
-        DataError: no template for a language; ValueError: chat template requested but missing.
+        DataError: no template for a language, or an invalid template file (see
+            :func:`load_meta_templates`); ValueError: chat template requested but missing.
     """
+    from .xcomps import meta_template
+
     rows = []
     templates = {lang: meta_template(lang) for lang in pairs["lang"].unique()}
     for i, r in enumerate(pairs.itertuples(index=False)):
         t = templates[r.lang]
-        good = option_text(r.prefix_acceptable or r.acceptable_concept)
-        bad = option_text(r.prefix_unacceptable or r.unacceptable_concept)
+        good = option_text(getattr(r, "prefix_acceptable", ""), r.acceptable_concept, t)
+        bad = option_text(getattr(r, "prefix_unacceptable", ""), r.unacceptable_concept, t)
         sep = " " if t["space"] else ""
         for order, (o1, o2) in enumerate(((good, bad), (bad, good))):
             question = t["question"].format(property_phrase=r.property_phrase, option_1=o1,

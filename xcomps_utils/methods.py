@@ -15,16 +15,23 @@ method         measures (nats for log-probabilities; booleans as 0/1)
 ``direct``     per pair: ``logprob_good``, ``logprob_bad`` (sentence sums), ``logprob_mean_good``,
                ``logprob_mean_bad`` (per token), ``n_tokens_good``, ``n_tokens_bad``, ``delta``
                (good - bad, sums), ``correct`` (delta > 0), ``tie`` (delta == 0, never
-               correct). Detail ``direct_tokens``: every scored token of every sentence.
+               correct), ``near_tie`` (0 < |delta| below the run dtype's precision, never a
+               tie), ``near_tie_tolerance`` (that precision, nats; see
+               :mod:`xcomps_utils.precision`). Detail ``direct_tokens``: every scored token of every sentence.
 ``meta``       per pair and option order (``order`` ``good_first``/``bad_first``):
                ``logprob_good``, ``logprob_bad`` (answers as continuations of the question);
                per pair (``order`` empty): their means over the two orders, ``delta``,
-               ``correct``, ``tie``, ``answer_mass`` (mean of p(good) + p(bad)). XCOMPS pairs
+               ``correct``, ``tie``, ``near_tie``, ``near_tie_tolerance``, ``answer_mass``
+               (mean of p(good) + p(bad)). XCOMPS pairs
                only (:mod:`xcomps_utils.meta`).
-``neuro``      per probe group and ``layer``: ``f1`` (mean over folds), ``f1_std``,
-               ``convergence_warnings``, ``n_sentences``. Groups: each combination of
-               ``probe_by`` columns (``"all"`` where a column is pooled). Hidden states stay in
-               the store (``states``). See :mod:`xcomps_utils.neuro`.
+``neuro``      per probe group and ``layer``: ``f1``, ``balanced_accuracy``, ``mcc``,
+               ``control_balanced_accuracy``, ``selectivity``, ``convergence_warnings``; per
+               group (``layer`` -1): ``n_sentences``, ``n_acceptable``, ``n_groups``,
+               ``concept_disjoint``, ``leaked_concepts``, ``majority_f1``, ``nested_f1``,
+               ``nested_balanced_accuracy``, ``nested_mcc``, ``nested_layer_mean``/``min``/``max``.
+               Groups: each combination of ``probe_by`` columns (``"all"`` where a column is
+               pooled). Hidden states stay in the store (``states``). See
+               :mod:`xcomps_utils.neuro` and :mod:`xcomps_utils.probing`.
 ``token_ppl``  per pair, ``wording`` and ``order``: ``ppl_correct``, ``ppl_incorrect``,
                ``correct``, ``n_groups``, ``n_<category>``, ``plain_<category>_<ppl|s>``,
                ``norm_<category>_<ppl|s>``. Details ``ppl_groups`` (aligned token groups) and
@@ -41,6 +48,7 @@ import functools
 import hashlib
 import json
 import tempfile
+import time
 import warnings
 from dataclasses import dataclass, field
 
@@ -63,7 +71,7 @@ _USES = {
     "direct": ["good", "bad"],
     "meta": ["good", "bad", "property_phrase", "acceptable_concept", "unacceptable_concept",
              "prefix_acceptable", "prefix_unacceptable"],
-    "neuro": ["good", "bad"],
+    "neuro": ["good", "bad", "property", "acceptable_concept", "unacceptable_concept"],
     "token_ppl": ["good", "bad", "good_pivots", "bad_pivots"],
 }
 
@@ -123,6 +131,7 @@ def _long(pairs: pd.DataFrame, method: str, values: dict, wording="", order="", 
 # --- one shard of each method ---------------------------------------------------------------------
 
 def _direct(lm, pairs: pd.DataFrame, p: dict) -> tuple[pd.DataFrame, dict]:
+    from .precision import near_ties, pair_tolerance
     from .scoring import token_scores, token_table
 
     texts = list(dict.fromkeys(list(pairs["good"]) + list(pairs["bad"])))
@@ -130,13 +139,17 @@ def _direct(lm, pairs: pd.DataFrame, p: dict) -> tuple[pd.DataFrame, dict]:
                           batch_size=p["batch_size"])
     by = dict(zip(texts, scores))
     good, bad = [by[t] for t in pairs["good"]], [by[t] for t in pairs["bad"]]
+    n_tokens = [len(g.logprobs) + len(b.logprobs) for g, b in zip(good, bad)]
     lg, lb = np.array([s.total for s in good]), np.array([s.total for s in bad])
     measures = _long(pairs, "direct", {
         "logprob_good": lg, "logprob_bad": lb,
         "logprob_mean_good": [s.mean for s in good], "logprob_mean_bad": [s.mean for s in bad],
         "n_tokens_good": [len(s.logprobs) for s in good],
         "n_tokens_bad": [len(s.logprobs) for s in bad],
-        "delta": lg - lb, "correct": lg - lb > 0, "tie": lg == lb})
+        "delta": lg - lb, "correct": lg - lb > 0, "tie": lg == lb,
+        # 0 < |delta| < the tolerance of the run's dtype, and that tolerance (nats)
+        "near_tie": near_ties(lg - lb, lm.dtype, n_tokens),
+        "near_tie_tolerance": pair_tolerance(lm.dtype, n_tokens)})
     tokens = token_table(scores)
     tokens.insert(0, "text", np.asarray(texts, dtype=object)[tokens["text_index"].astype(int)])
     tokens = tokens[["text", "position", "token_id", "token", "start", "end", "logprob"]]
@@ -144,16 +157,26 @@ def _direct(lm, pairs: pd.DataFrame, p: dict) -> tuple[pd.DataFrame, dict]:
 
 
 def _meta(lm, pairs: pd.DataFrame, p: dict) -> tuple[pd.DataFrame, dict]:
-    from .meta import score_meta
+    from .meta import build_meta_prompts, score_meta
+    from .precision import near_ties, pair_tolerance
 
     m = score_meta(lm, pairs.reset_index(drop=True), use_chat_template=p["use_chat_template"],
                    token_budget=p["token_budget"], batch_size=p["batch_size"])
+    # tokens in delta, for float32's per-token tolerance: each answer tokenized alone, plus one
+    # (a token straddling the prompt/answer boundary is scored as part of the answer)
+    first = build_meta_prompts(pairs.reset_index(drop=True), p["use_chat_template"],
+                               lm.tokenizer).query("order == 0").set_index("pair")
+    n_tokens = [len(lm.tokenizer(first.at[i, a], add_special_tokens=False)["input_ids"]) + 1
+                for a in ("answer_good", "answer_bad") for i in range(len(pairs))]
+    n_tokens = np.add(*np.split(np.array(n_tokens), 2))
     frames = [_long(pairs, "meta", {"logprob_good": m[f"meta_good_{o}"],
                                     "logprob_bad": m[f"meta_bad_{o}"]}, order=name)
               for o, name in enumerate(("good_first", "bad_first"))]
     frames.append(_long(pairs, "meta", {
         "logprob_good": m["meta_good"], "logprob_bad": m["meta_bad"], "delta": m["meta_delta"],
-        "correct": m["meta_correct"], "tie": m["meta_tie"], "answer_mass": m["meta_mass"]}))
+        "correct": m["meta_correct"], "tie": m["meta_tie"], "answer_mass": m["meta_mass"],
+        "near_tie": near_ties(m["meta_delta"], lm.dtype, n_tokens),
+        "near_tie_tolerance": pair_tolerance(lm.dtype, n_tokens)}))
     return pd.concat(frames, ignore_index=True), {}
 
 
@@ -236,33 +259,42 @@ class _ShardedStates:
         return np.stack([self.parts[self.where[i][0]][self.where[i][1]] for i in rows])
 
 
+_LAYER_MEASURES = ("f1", "balanced_accuracy", "mcc", "control_balanced_accuracy",
+                   "selectivity", "convergence_warnings")
+
+
 def _probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame:
-    from .neuro import ProbeError, probe_pairs
+    from .probing import ProbeError, probe_pairs
 
     states = _ShardedStates(store, rid)
-    group = "property" if "property" in pairs else "item"
+    item = "property" if "property" in pairs else "item"
     frames = []
     for by in p["probe_by"]:
         by = list(by)
         for key, sub in pairs.groupby(by, sort=False) if by else [((), pairs)]:
             key = key if isinstance(key, tuple) else (key,)
             try:
-                f1 = probe_pairs(states, states.index, sub, group=group,
-                                 n_splits=p["n_splits"], seed=p["seed"])
+                by_layer, summary = probe_pairs(states, states.index, sub, item=item,
+                                                n_splits=p["n_splits"],
+                                                inner_splits=p["inner_splits"], seed=p["seed"])
             except ProbeError as err:
                 warnings.warn(f"neuro: no probe for {dict(zip(by, key))}: {err}")
                 continue
-            f1["n_sentences"] = len(dict.fromkeys(list(sub["good"]) + list(sub["bad"])))
             ids = {c: (sub[c].iat[0] if sub[c].nunique() == 1 else "all") for c in _ID}
             ids.update(pair_id="", item="", **dict(zip(by, map(str, key))))
             for c in ("lang", "subset"):
                 if c not in by:
                     ids[c] = "all"
-            for measure in ("f1", "f1_std", "convergence_warnings", "n_sentences"):
+            for measure in _LAYER_MEASURES:
                 f = pd.DataFrame({**ids, "method": "neuro", "wording": "", "order": "",
-                                  "layer": f1["layer"].to_numpy(), "measure": measure,
-                                  "value": f1[measure].to_numpy(dtype=np.float64)})
+                                  "layer": by_layer["layer"].to_numpy(), "measure": measure,
+                                  "value": by_layer[measure].to_numpy(dtype=np.float64)})
                 frames.append(f[MEASURE_COLUMNS])
+            summary["concept_disjoint"] = float(summary.pop("grouping") != "item")
+            f = pd.DataFrame({**ids, "method": "neuro", "wording": "", "order": "", "layer": -1,
+                              "measure": list(summary), "value": np.asarray(
+                                  list(summary.values()), dtype=np.float64)})
+            frames.append(f[MEASURE_COLUMNS])
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=MEASURE_COLUMNS)
 
 
@@ -304,12 +336,17 @@ def _parameters(method: str, p: dict) -> dict:
     if method == "direct":
         return {}
     if method == "meta":
-        return {"use_chat_template": p["use_chat_template"]}
+        from .meta import meta_templates_sha256
+
+        return {"use_chat_template": p["use_chat_template"],
+                "templates_sha256": meta_templates_sha256()}
     if method == "token_ppl":
         return {"wordings": p["wordings"], "wordings_sha256": hashlib.sha256(
             json.dumps(_wording_texts()).encode()).hexdigest()}
     return {"probe_by": [list(b) for b in p["probe_by"]], "n_splits": p["n_splits"],
-            "seed": p["seed"], "layers": "embedding + every block, last after the final norm"}
+            "inner_splits": p["inner_splits"], "seed": p["seed"],
+            "protocol": "concept-disjoint folds, nested layer choice, control task",
+            "layers": "embedding + every block, last after the final norm"}
 
 
 def _wording_texts() -> dict:
@@ -351,6 +388,11 @@ class Results:
         """The run record of a method: key, provenance, status."""
         return self.store.run(self.runs[method]).record
 
+    def compute_seconds(self) -> dict:
+        """Per method, the compute seconds its run took on the machine that computed it (sum
+        over shards; ``None`` where a shard did not record it)."""
+        return {m: self.store.run(r).compute_seconds() for m, r in self.runs.items()}
+
     def describe_model(self) -> str:
         """One line on the model, from the store's provenance when it was not loaded."""
         if self.model is not None:
@@ -375,8 +417,8 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
         bos_policy: str = "bos", token_budget: int | str | None = "auto",
         batch_size: int | None = None, shard_size: int | None = None,
         use_chat_template: bool = False, wordings="all",
-        probe_by=(("lang", "subset"), ("lang",)), n_splits: int = 5, seed: int = 0,
-        datasets: dict | None = None, progress: bool = True) -> Results:
+        probe_by=(("lang", "subset"), ("lang",)), n_splits: int = 5, inner_splits: int = 3,
+        seed: int = 0, datasets: dict | None = None, progress: bool = True) -> Results:
     """Run methods over minimal pairs, through the results store.
 
     For each method, the run's key (model and weights identity, dtype, device kind, BOS policy,
@@ -404,7 +446,8 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
         use_chat_template: Meta's prompt through the tokenizer's chat template.
         wordings: token-level perplexity wordings, ``"all"`` or a list of wording ids.
         probe_by: Neuro probe groups, each a list of pair columns (``[]``: one probe on all).
-        n_splits, seed: Neuro cross-validation folds and seed.
+        n_splits, inner_splits, seed: Neuro's outer and inner (layer choice) cross-validation
+            folds and seed (:func:`xcomps_utils.probing.probe_pairs`).
         datasets: ``{file: sha256}`` of the data files read (recorded in the provenance).
         progress: a tqdm bar per method (pairs done).
 
@@ -437,7 +480,8 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
     handle = _Model(model, device, dtype, revision)
     p = dict(bos_policy=bos_policy, token_budget=token_budget, batch_size=batch_size,
              use_chat_template=use_chat_template, wordings=wordings,
-             probe_by=[list(b) for b in probe_by], n_splits=n_splits, seed=seed)
+             probe_by=[list(b) for b in probe_by], n_splits=n_splits, inner_splits=inner_splits,
+             seed=seed)
     runs, computed = {}, {}
     for method in methods:
         key = {**handle.identity, "method": method,
@@ -464,8 +508,7 @@ def _compute(handle: _Model, store: Store, key: dict, pairs: pd.DataFrame, metho
     from .results import provenance
 
     lm = handle.get()
-    used = pairs[_ID + [c for c in _USES[method] if c in pairs]
-                 + (["property"] if method == "neuro" and "property" in pairs else [])]
+    used = pairs[_ID + [c for c in _USES[method] if c in pairs]]
     size = shard_size or DEFAULT_SHARD_SIZE[method]
     run_ = store.open_run(json.loads(json.dumps(key, default=str)), used, size,
                           provenance(lm, datasets=datasets, method=method,
@@ -479,12 +522,15 @@ def _compute(handle: _Model, store: Store, key: dict, pairs: pd.DataFrame, metho
     try:
         for i in todo:
             shard = used.iloc[i * size:(i + 1) * size].reset_index(drop=True)
+            start = time.perf_counter()
             measures, details = _SHARD[method](lm, shard, p)
-            run_.write_shard(i, measures, details)
+            run_.write_shard(i, measures, details, seconds=time.perf_counter() - start)
             bar.update(len(shard))
     finally:
         bar.close()
     if method == "neuro" and not run_.is_done("probes"):
-        run_.write_shard("probes", _probes(store, run_.id, used, p))
+        start = time.perf_counter()
+        probes = _probes(store, run_.id, used, p)
+        run_.write_shard("probes", probes, seconds=time.perf_counter() - start)
     run_.finish()
     return len(todo)

@@ -39,10 +39,11 @@ import numpy as np
 import pandas as pd
 
 from .scoring import TokenScores, token_scores
+from .words import token_spans as _contiguous_spans  # token i owns up to token i+1
 
 __all__ = ["load_wordings", "PromptPair", "build_prompt_pairs", "align_groups",
            "plain_proportion", "normalized_proportion", "score_prompt_pairs", "CATEGORIES",
-           "item_summary", "findings_markdown"]
+           "item_summary", "claim_tests", "order_table"]
 
 CATEGORIES = ("pivotal", "period", "other")
 _PERIODS = ".\u3002\uff0e"  # full stop, ideographic full stop, fullwidth full stop
@@ -129,22 +130,6 @@ def _canonical(segments: list, lengths: dict) -> np.ndarray:
         base[key] = acc
         acc += lengths[key]
     return np.concatenate([base[k] + np.arange(e - s) for k, s, e in segments]).astype(np.int64)
-
-
-def _contiguous_spans(offsets: np.ndarray, length: int) -> list[tuple[int, int]]:
-    """Token spans extended so that they tile ``[0, length)``: token i owns up to token i+1."""
-    starts = [int(a) for a, _ in offsets]
-    starts[0] = 0
-    for i in range(1, len(starts)):  # zero-width or out-of-order offsets (byte pieces)
-        starts[i] = max(starts[i], starts[i - 1])
-    ends = starts[1:] + [length]
-    spans = []
-    for i, (s, e) in enumerate(zip(starts, ends)):
-        if e <= s:  # a token sharing its start with the next (several byte pieces of one char)
-            e = min(s + 1, length)
-            s = min(s, e - 1)
-        spans.append((s, e))
-    return spans
 
 
 class _UnionFind:
@@ -317,30 +302,41 @@ def item_summary(metrics: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def findings_markdown(table: pd.DataFrame) -> str:
-    """The results chapter's comparison with the paper, as Markdown: this run's numbers beside
-    each of the paper's statements (a description of the run, not a test of the claim).
+def claim_tests(metrics: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> list:
+    """The paper's claims tested per task on one run (:mod:`xcomps_utils.claims`), items
+    (minimal pairs) resampled with all their prompt pairs:
+
+    * every task: the correct prompt gets the lower perplexity (accuracy above 0.5); accuracy
+      depends on the presentation order (two-sided); pivotal tokens carry more than a typical
+      token (normalized proportion above 0);
+    * the nonsense control: the pivotal token carries most of ΔPPL (plain proportion above 0.5);
+    * the other tasks: pivotal tokens do not carry the whole ΔPPL (plain proportion below 1).
 
     Args:
-        table: per task (index) means of ``accuracy``, ``plain_pivotal_ppl``,
-            ``plain_pivotal_s``, ``plain_period_ppl``, ``plain_period_s`` over items.
+        metrics: the widened ``token_ppl`` measures (one row per prompt pair, with ``task``,
+            ``pair_id``, ``order``, ``correct``, ``plain_pivotal_ppl``, ``norm_pivotal_ppl``).
+
+    Returns:
+        a list of :class:`xcomps_utils.claims.ClaimTest`, task by task.
     """
-    t, lines = table, []
-    if "nonsense" in t.index:
-        lines.append(f"* **Nonsense control.** The paper reports a plain pivotal proportion near 1. "
-                     f"Here: {t.loc['nonsense', 'plain_pivotal_ppl']:.2f} on ΔPPL and "
-                     f"{t.loc['nonsense', 'plain_pivotal_s']:.2f} on Δ surprisal, accuracy "
-                     f"{t.loc['nonsense', 'accuracy']:.2f}.")
-    blimp = [x for x in ("blimp_anaphor", "blimp_animacy") if x in t.index]
-    if blimp:
-        lines.append("* **BLiMP.** The paper finds at most about 0.5 of the difference on pivotal "
-                     "tokens. Here: " + "; ".join(
-                         f"{x} {t.loc[x, 'plain_pivotal_ppl']:.2f} (ΔPPL), "
-                         f"{t.loc[x, 'plain_pivotal_s']:.2f} (Δ surprisal)" for x in blimp) + ".")
-    if "crows_pairs" in t.index:
-        lines.append(f"* **Stereotypes.** The paper finds period tokens carrying a share. Here the "
-                     f"plain period proportion is {t.loc['crows_pairs', 'plain_period_ppl']:.3f} "
-                     f"(ΔPPL) and {t.loc['crows_pairs', 'plain_period_s']:.3f} (Δ surprisal).")
-    lines.append("\nThese are this run's numbers beside the paper's, without tests: see the "
-                 "intervals in Figure 1 and the sample sizes in the selection table.")
-    return "\n".join(lines)
+    from . import claims
+
+    kw = {"n_boot": n_boot, "seed": seed}
+    tests = []
+    for task in metrics["task"].unique():
+        tests.append(claims.above_chance(metrics, task, accuracy="correct", **kw))
+        tests.append(claims.order_effect(metrics, task, **kw))
+        if task == "nonsense":
+            tests.append(claims.pivotal_carries_most(metrics, task, **kw))
+        else:
+            tests.append(claims.pivotal_never_whole(metrics, task, **kw))
+        tests.append(claims.pivotal_beyond_typical(metrics, task, **kw))
+    return tests
+
+
+def order_table(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy per task, wording and presentation order (the fraction of prompt pairs where the
+    correct prompt is less perplexed), with the number of prompt pairs: where an order effect
+    comes from."""
+    t = metrics.groupby(["task", "wording", "order"], sort=False)["correct"].agg(["mean", "size"])
+    return t.rename(columns={"mean": "accuracy", "size": "prompt pairs"}).reset_index()

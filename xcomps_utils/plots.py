@@ -82,22 +82,25 @@ def plot_accuracy_and_pivotal_share(summary: pd.DataFrame, model: str):
     cols = [("accuracy", "accuracy (correct prompt less perplexed)"),
             ("plain_pivotal_ppl", "plain proportion, pivotal (ΔPPL)"),
             ("plain_pivotal_s", "plain proportion, pivotal (Δ surprisal)")]
-    fig, axes = plt.subplots(1, 3, figsize=(12, 0.5 * len(tasks) + 1.8), sharey=True)
+    # 10 inches wide with 10-11 point text: legible once scaled to the page's text column.
+    fig, axes = plt.subplots(1, 3, figsize=(10, 0.55 * len(tasks) + 2.2), sharey=True)
     for ax, (col, label) in zip(axes, cols):
         g = summary.groupby("task", sort=False)[col]
         mean, se = g.mean().reindex(tasks), (g.std(ddof=1) / np.sqrt(g.size())).reindex(tasks)
         y = np.arange(len(tasks))
         ax.barh(y, mean, xerr=1.96 * se.fillna(0), color="#4c72b0", capsize=3)
-        for yi, m in zip(y, mean):
-            ax.text(0.01, yi, f"{m:.2f}", va="center", color="white", fontsize=9)
+        for yi, m in zip(y, mean):  # the mean at the right edge, clear of bars and intervals
+            ax.text(0.99, yi, f"{m:.2f}", va="center", ha="right", color="black", fontsize=10,
+                    bbox={"facecolor": "white", "edgecolor": "none", "pad": 1, "alpha": 0.8})
         ax.set_xlim(0, 1)
-        ax.set_xlabel(label, fontsize=9)
+        ax.set_xlabel(label.replace(", ", ",\n", 1), fontsize=11)
+        ax.tick_params(labelsize=10)
         if col == "accuracy":
             ax.axvline(0.5, color="0.3", ls="--", lw=1)
     axes[0].set_yticks(np.arange(len(tasks)), tasks)
     axes[0].invert_yaxis()
-    fig.suptitle(f"Accuracy and share of the perplexity difference on pivotal tokens: {model} "
-                 f"(mean over items, 95% interval)", fontsize=10)
+    fig.suptitle(f"Accuracy and share of the perplexity difference on pivotal tokens\n{model} "
+                 f"(mean over items, 95% interval)", fontsize=11)
     fig.tight_layout()
     return fig
 
@@ -106,19 +109,29 @@ def plot_pivotal_share_histograms(metrics: pd.DataFrame, model: str, bins: int =
     """Histogram of the plain pivotal proportion (ΔPPL) per task, counts on a log axis, for the
     prompt pairs of one fixed wording and order (the paper's Figure 2)."""
     tasks = list(dict.fromkeys(metrics["task"]))
-    fig, axes = plt.subplots(1, len(tasks), figsize=(2.8 * len(tasks), 2.8), sharey=True,
+    # At most three panels a row, so that the figure keeps readable labels at page width
+    # (about 9 inches: scaled to the text column, 11-point labels stay about 10 points).
+    ncols = min(3, len(tasks))
+    nrows = -(-len(tasks) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 2.9 * nrows + 0.6), sharey=True,
                              squeeze=False)
-    for ax, t in zip(axes[0], tasks):
+    for ax, t in zip(axes.flat, tasks):
         m = metrics[metrics["task"] == t]
         ax.hist(m["plain_pivotal_ppl"], bins=np.linspace(0, 1, bins + 1), color="#55a868",
                 edgecolor="white")
         ax.set_yscale("log")
-        ax.set_title(f"{t} (n={len(m)})", fontsize=9)
-        ax.set_xlabel("plain proportion, pivotal")
-    axes[0, 0].set_ylabel("prompt pairs (log scale)")
+        ax.set_ylim(bottom=0.5)  # a bin holding one prompt pair still shows as a bar
+        ax.set_title(f"{t} (n={len(m)})", fontsize=11)
+        ax.set_xlabel("plain proportion, pivotal", fontsize=11)
+        ax.tick_params(labelsize=10)
+    for ax in axes.flat[len(tasks):]:
+        ax.set_visible(False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("prompt pairs (log)", fontsize=11)
     w = metrics[["wording", "order"]].drop_duplicates()
-    label = ", ".join(f"{a}/{b}" for a, b in w.itertuples(index=False)) if len(w) <= 5 else "fixed"
-    fig.suptitle(f"Plain pivotal proportion per prompt pair, {model}; prompt: {label}", fontsize=10)
+    label = ", ".join(f"{a}/{b}" for a, b in w.itertuples(index=False)) if len(w) <= 3 else "fixed"
+    fig.suptitle(f"Plain pivotal proportion per prompt pair, {model}\nprompt: {label}",
+                 fontsize=11)
     fig.tight_layout()
     return fig
 
@@ -129,7 +142,7 @@ def plot_normalized_by_category(metrics: pd.DataFrame, model: str):
     tasks = list(dict.fromkeys(metrics["task"]))
     cats = ("pivotal", "period", "other")
     colors = {"pivotal": "#c44e52", "period": "#8172b2", "other": "#8c8c8c"}
-    fig, axes = plt.subplots(1, 2, figsize=(12, 3.4), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
     x = np.arange(len(tasks))
     for ax, kind, title in ((axes[0], "ppl", "ΔPPL"), (axes[1], "s", "Δ surprisal [nats]")):
         for k, c in enumerate(cats):
@@ -139,11 +152,11 @@ def plot_normalized_by_category(metrics: pd.DataFrame, model: str):
             ax.bar(x + (k - 1) * 0.27, mean, 0.27, yerr=1.96 * se, label=c, color=colors[c],
                    capsize=2)
         ax.axhline(0, color="0.2", lw=0.8)
-        ax.set_xticks(x, tasks, rotation=20)
-        ax.set_title(f"normalized proportion on {title}", fontsize=10)
-    axes[0].set_ylabel("normalized proportion (−1 … +1)")
-    axes[0].legend(fontsize=8)
-    fig.suptitle(f"Which tokens carry the difference: {model}", fontsize=10)
+        ax.set_xticks(x, tasks, rotation=25, ha="right", fontsize=10)
+        ax.set_title(f"normalized proportion on {title}", fontsize=11)
+    axes[0].set_ylabel("normalized proportion (−1 … +1)", fontsize=11)
+    axes[0].legend(fontsize=10)
+    fig.suptitle(f"Which tokens carry the difference: {model}", fontsize=11)
     fig.tight_layout()
     return fig
 
@@ -175,34 +188,94 @@ def plot_heatmaps(tables: dict[str, pd.DataFrame], model: str, vmin: float = 0.0
                   vmax: float = 1.0):
     """One heatmap per method of a language x negative-type table of scores (the paper's Figure 1).
     ``tables``: method name -> DataFrame (rows languages, columns negative types)."""
-    fig, axes = plt.subplots(1, len(tables), figsize=(4.2 * len(tables), 0.45 *
-                             max(len(t) for t in tables.values()) + 1.6), squeeze=False)
+    # constrained layout keeps the title, panel titles and colour bar apart; about 10 inches wide
+    # so that 9-10 point text stays legible at the page's width.
+    fig, axes = plt.subplots(1, len(tables), figsize=(3.3 * len(tables) + 0.8, 0.45 *
+                             max(len(t) for t in tables.values()) + 2.0), squeeze=False,
+                             layout="constrained")
     for ax, (name, t) in zip(axes[0], tables.items()):
         im = ax.imshow(t.to_numpy(dtype=float), vmin=vmin, vmax=vmax, cmap="viridis", aspect="auto")
-        ax.set_xticks(range(t.shape[1]), t.columns, rotation=30, ha="right", fontsize=9)
-        ax.set_yticks(range(t.shape[0]), t.index, fontsize=9)
+        ax.set_xticks(range(t.shape[1]), t.columns, rotation=30, ha="right", fontsize=10)
+        ax.set_yticks(range(t.shape[0]), t.index, fontsize=10)
         for (i, j), v in np.ndenumerate(t.to_numpy(dtype=float)):
-            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=8,
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=9,
                     color="white" if v < (vmin + vmax) / 2 else "black")
         ax.set_title(name, fontsize=10)
-        ax.set_xlabel("negative-sample type")
+        ax.set_xlabel("negative-sample type", fontsize=10)
     axes[0, 0].set_ylabel("language")
     fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="accuracy / F1")
     fig.suptitle(f"XCOMPS by language and negative type: {model}", fontsize=11)
     return fig
 
 
-def plot_f1_by_layer(probes: pd.DataFrame, model: str, by: str = "lang"):
-    """Probe F1 (mean over folds) against layer, one line per ``by`` group."""
-    fig, ax = plt.subplots(figsize=(7, 3.6))
-    for key, g in probes.groupby(by, sort=False):
-        ax.plot(g["layer"], g["f1"], marker="o", ms=3, label=str(key))
-    ax.set_xlabel("layer (0 = embeddings; last = after the final norm)")
-    ax.set_ylabel("probe F1 (5-fold, grouped by item)")
-    ax.set_ylim(0, 1.02)
-    ax.axhline(0.5, color="0.5", lw=0.8, ls=":")
-    ax.legend(fontsize=8, ncol=2, title=by)
-    ax.set_title(f"Neuro: linear probe F1 by layer, {model}", fontsize=10)
+def plot_probe_layers(by_layer: pd.DataFrame, model: str, by: str = "lang"):
+    """The probe by layer, read against its baselines (:mod:`xcomps_utils.probing`).
+
+    Three panels, one line per ``by`` group (legend: the group and its number of sentences):
+    balanced accuracy (chance 0.5) with the control task dashed; selectivity (real minus
+    control balanced accuracy); F1 with each group's always-"acceptable" baseline dotted.
+
+    Args:
+        by_layer: the first table of :func:`xcomps_utils.probing.probe_tables` (rows of one probe
+            group per ``by`` value).
+    """
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.9), sharex=True)
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for k, (key, g) in enumerate(by_layer.groupby(by, sort=False)):
+        c = colors[k % len(colors)]
+        label = f"{key} (n={int(g['n_sentences'].iat[0])})"
+        axes[0].plot(g["layer"], g["balanced_accuracy"], color=c, marker="o", ms=2.5, label=label)
+        if "control_balanced_accuracy" in g:
+            axes[0].plot(g["layer"], g["control_balanced_accuracy"], color=c, ls="--", lw=0.9)
+            axes[1].plot(g["layer"], g["selectivity"], color=c, marker="o", ms=2.5)
+        axes[2].plot(g["layer"], g["f1"], color=c, marker="o", ms=2.5)
+        axes[2].axhline(g["majority_f1"].iat[0], color=c, ls=":", lw=0.9)
+    axes[0].axhline(0.5, color="0.4", lw=0.8)
+    axes[0].set_ylabel("balanced accuracy (chance 0.5)")
+    axes[0].set_title("probe (solid) and control task (dashed)", fontsize=10)
+    axes[1].axhline(0.0, color="0.4", lw=0.8)
+    axes[1].set_ylabel("selectivity (probe − control)")
+    axes[1].set_title("selectivity (Hewitt & Liang, 2019)", fontsize=10)
+    axes[2].set_ylabel("F1 (acceptable = positive)")
+    axes[2].set_title("F1; dotted: always answer 'acceptable'", fontsize=10)
+    for ax in axes:
+        ax.set_xlabel("layer (0 = embeddings)")
+    axes[0].set_ylim(0.2, 1.02)
+    axes[2].set_ylim(0, 1.02)
+    axes[0].legend(fontsize=8, ncol=2, title=f"{by} (sentences)", title_fontsize=8)
+    fig.suptitle(f"Neuro: logistic-regression probe by layer, concept-disjoint 5-fold "
+                 f"cross-validation, {model}", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+VERDICT_COLORS = {"supported": "#2a9d8f", "contradicted": "#e76f51", "inconclusive": "#8d99ae"}
+
+
+def plot_claims(table: pd.DataFrame, model: str, title: str = "Claims tested"):
+    """A forest plot of claim tests: each effect with its 95% interval, coloured by verdict, the
+    value of no effect as a grey tick.
+
+    Args:
+        table: :func:`xcomps_utils.claims.claims_table`.
+    """
+    n = len(table)
+    fig, ax = plt.subplots(figsize=(8, 0.42 * n + 1.2))
+    y = np.arange(n)[::-1]
+    for yi, (_, r) in zip(y, table.iterrows()):
+        c = VERDICT_COLORS.get(r["verdict"], "black")
+        ax.plot([r["ci_low"], r["ci_high"]], [yi, yi], color=c, lw=2.2)
+        ax.plot(r["effect"], yi, "o", color=c, ms=5)
+        ax.plot(r["null"], yi, "|", color="0.4", ms=12)
+    labels = [f"{r['claim'].replace('_', ' ')} ({r['scope']})" if r["scope"] else r["claim"]
+              for _, r in table.iterrows()]
+    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_xlabel("effect (each claim's own unit; see the table), 95% interval")
+    for v, c in VERDICT_COLORS.items():
+        ax.plot([], [], color=c, lw=2.2, label=v)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(f"{title}: {model}", fontsize=10)
+    fig.tight_layout()
     return fig
 
 

@@ -18,8 +18,9 @@ How (issue 5, "scoring near the hardware limit"):
   free memory, :func:`default_token_budget`), and returned in input order. A batch holds texts of
   one length only, so nothing is padded (see :func:`xcomps_utils.encoding.length_batches` for
   why this matters).
-- The LM head is applied only at scored positions and the log-softmax is taken a chunk of
-  positions at a time (:data:`LOGIT_CHUNK_ELEMENTS`): no ``[batch, length, vocabulary]`` tensor.
+- The LM head is applied only at scored positions, in float32 whatever the model's dtype, and the
+  log-softmax is taken a chunk of positions at a time (:data:`LOGIT_CHUNK_ELEMENTS`): no
+  ``[batch, length, vocabulary]`` tensor, and no logits rounded to bfloat16.
 - Texts sharing a prefix (a prompt's instruction; a Meta prompt scored with two answers) are
   grouped (:func:`prefix_groups`); the prefix runs once and its key/value cache is reused.
 
@@ -28,12 +29,15 @@ shard of pairs at a time; this module only computes.
 
 In float32 the results equal a one-text-at-a-time forward pass (float64 log-softmax) within 1e-5
 nats per token whatever the batch size, and within 1e-4 per text with prefix sharing (tested).
-A non-finite log-probability raises instead of reaching a result.
+A non-finite log-probability raises instead of reaching a result. In bfloat16 the model body
+rounds: how far such results can be trusted is measured in :mod:`xcomps_utils.precision`.
 """
 
 from __future__ import annotations
 
 import inspect
+import warnings
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,7 +50,8 @@ from .encoding import (BOS_POLICIES, Encoded, check_texts, context_token, defaul
 from .models import LanguageModel
 
 __all__ = ["BOS_POLICIES", "TokenScores", "token_scores", "continuation_scores", "prefix_groups",
-           "score_encoded", "sequence_scores", "token_table", "default_token_budget"]
+           "score_encoded", "sequence_scores", "token_table", "default_token_budget",
+           "head_tolerance"]
 
 @dataclass
 class TokenScores:
@@ -107,30 +112,89 @@ class TokenScores:
 LOGIT_CHUNK_ELEMENTS = 2 ** 23
 
 
+_FLOAT32_HEADS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _float32_weight(head: torch.nn.Module) -> torch.Tensor:
+    """A float32 copy of a half-precision LM head's weight, made once per model (and again if
+    the weight is replaced or moved)."""
+    w = head.weight
+    key = (w.data_ptr(), w.dtype, w.device, w._version)
+    cached = _FLOAT32_HEADS.get(head)
+    if cached is None or cached[0] != key:
+        cached = (key, w.detach().float())
+        _FLOAT32_HEADS[head] = cached
+    return cached[1]
+
+
 def _head(lm: LanguageModel, hidden: torch.Tensor) -> torch.Tensor:
-    """The LM head on selected hidden states, with the model's final logit soft-capping."""
-    logits = lm.model.get_output_embeddings()(hidden)
+    """``[n, V]`` float32 logits from ``[n, H]`` final hidden states: the LM head with the
+    model's final logit soft-capping, computed in float32 whatever the model's dtype.
+
+    A half-precision model's hidden states and head weight are exact in float32, so the logits
+    are their float32 product: no rounding of the logits to bfloat16 (about 0.06 nats near a
+    logit of 16), and a bfloat16 run's error comes from the model body alone. On CUDA the
+    product runs on the half-precision tensor cores with float32 output
+    (``torch.mm(..., out_dtype=torch.float32)``); elsewhere on a float32 copy of the weight
+    (made once per model). Only scored positions reach the head, so this is cheap."""
+    head = lm.model.get_output_embeddings()
+    w = head.weight
+    x = hidden.reshape(-1, hidden.shape[-1])
+    if w.dtype == torch.float32:
+        logits = head(x.float())  # the module itself (its hooks, any bias)
+    else:
+        logits = None
+        if x.is_cuda and x.dtype == w.dtype:
+            try:
+                logits = torch.mm(x, w.t(), out_dtype=torch.float32)
+            except (RuntimeError, TypeError, NotImplementedError):
+                logits = None
+        if logits is None:
+            logits = x.float() @ _float32_weight(head).t()
+        if getattr(head, "bias", None) is not None:
+            logits = logits + head.bias.float()
     cap = getattr(lm.model.config, "final_logit_softcapping", None)
     if cap:
         logits = torch.tanh(logits / cap) * cap
-    return logits
+    return logits.reshape(*hidden.shape[:-1], -1)
+
+
+def head_tolerance(dtype: torch.dtype) -> float:
+    """Relative and absolute tolerance at which :func:`_head` must reproduce a model's own
+    logits: ``1e-4`` in float32 (the two differ by float32 rounding, ~1e-6), two units in the
+    last place of a half-precision dtype (``2 x eps``: 0.0156 for bfloat16, 0.002 for float16),
+    since the model's own logits are rounded to its dtype and ours are not."""
+    return max(1e-4, 2 * torch.finfo(dtype).eps) if dtype.is_floating_point else 1e-4
 
 
 def _head_matches(lm: LanguageModel) -> bool:
-    """Does base model + :func:`_head` reproduce the model's own logits? Checked once per model;
-    a model with other post-processing of its logits falls back to the full forward pass (and
-    to no prefix sharing)."""
+    """Does base model + :func:`_head` reproduce the model's own logits (within
+    :func:`head_tolerance` of its dtype)? Checked once per model. A model with other
+    post-processing of its logits (e.g. Granite's ``logits_scaling``) falls back to the full
+    forward pass, with no prefix sharing and logits in the model's dtype, and a
+    ``UserWarning`` naming the model says so."""
     if lm.fast_head is None:
         ids = torch.tensor([[context_token(lm.tokenizer)] +
                             lm.tokenizer("The cat sat on the mat.", add_special_tokens=False)["input_ids"]],
                            device=lm.device)
+        tol = head_tolerance(lm.model.dtype)
         try:
-            full = lm.model(input_ids=ids, use_cache=False).logits[0].float()
-            hidden = lm.model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state[0]
-            fast = _head(lm, hidden).float()
-            lm.fast_head = bool(torch.allclose(fast, full, atol=1e-3, rtol=1e-3))
-        except (AttributeError, TypeError, NotImplementedError):
+            with torch.inference_mode():
+                full = lm.model(input_ids=ids, use_cache=False).logits[0].float()
+                hidden = lm.model.get_decoder()(input_ids=ids, use_cache=False).last_hidden_state[0]
+                fast = _head(lm, hidden)
+            lm.fast_head = bool(torch.allclose(fast, full, atol=tol, rtol=tol))
+            why = (f"largest difference {float((fast - full).abs().max()):.3g} at a tolerance of "
+                   f"{tol:.3g} for {lm.model.dtype}")
+        except (AttributeError, TypeError, NotImplementedError) as err:
             lm.fast_head = False
+            why = f"{type(err).__name__}: {err}"
+        if not lm.fast_head:
+            warnings.warn(
+                f"model {lm.name!r}: the LM head applied to its final hidden states does not "
+                f"reproduce the model's own logits ({why}); scoring falls back to the full "
+                f"forward pass (logits in {lm.model.dtype} at every position) without prefix "
+                f"sharing: slower, and in half precision less exact", UserWarning, stacklevel=3)
     return lm.fast_head
 
 
@@ -141,7 +205,8 @@ def _target_logprobs(lm: LanguageModel, states: torch.Tensor, targets: list[int]
     tensor larger than :data:`LOGIT_CHUNK_ELEMENTS` is materialised.
 
     Normalisation: ``logsumexp = max + log(sum(exp(logits - max)))`` with the exponentials and
-    their sum in float32 (half-precision logits are cast first) but ``max + log(sum)`` and the
+    their sum in float32 (:func:`_head` gives float32 logits; half-precision logits of the
+    fallback path are cast first) but ``max + log(sum)`` and the
     target's logit minus it in float64. ``torch.logsumexp`` in float32 rounds that last addition
     to float32 (1.6e-6 nats per token near logits of 20); this is within 3e-7 of a float64
     log-softmax (measured, SmolLM2) at half its cost."""

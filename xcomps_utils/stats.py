@@ -28,22 +28,35 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
 
 def accuracy_table(scored: pd.DataFrame, by: str | list[str] = "task",
                    confidence: float = 0.95) -> pd.DataFrame:
-    """Accuracy per group of scored pairs, with a Wilson interval.
+    """Accuracy per group of scored pairs, with a Wilson interval; ties and near ties apart.
 
-    ``scored`` needs boolean columns ``correct`` and ``tie`` (from
-    :func:`xcomps_utils.scoring.score_pairs`); ties count as not correct and are reported.
+    ``scored`` needs a boolean column ``correct``, and may have ``tie`` (the two log-probabilities
+    are equal) and ``near_tie`` (their difference is below the precision of the run's dtype, see
+    :mod:`xcomps_utils.precision`). A tie or near tie is not a decision: it is left out of the
+    accuracy's denominator and counted apart, so a pair the model cannot tell apart counts neither
+    as right nor as wrong.
 
     Returns:
-        one row per group: ``n``, ``correct``, ``ties``, ``accuracy``, ``ci_low``, ``ci_high``.
+        one row per group: ``n`` (all pairs), ``ties``, ``near_ties``, ``decided`` (``n`` minus
+        both), ``correct`` (among the decided), ``accuracy`` (``correct / decided``, NaN when no
+        pair is decided), ``ci_low``, ``ci_high``.
+
+    Raises:
+        KeyError: no ``correct`` column.
     """
+    if "correct" not in scored:
+        raise KeyError(f"accuracy_table needs a 'correct' column; got {list(scored.columns)}")
+    names = [by] if isinstance(by, str) else list(by)
     rows = []
     for key, g in scored.groupby(by, sort=False):
-        k, n = int(g["correct"].sum()), len(g)
-        lo, hi = wilson_interval(k, n, confidence)
         key = key if isinstance(key, tuple) else (key,)
-        names = [by] if isinstance(by, str) else by
-        rows.append({**dict(zip(names, key)), "n": n, "correct": k, "ties": int(g["tie"].sum()),
-                     "accuracy": k / n, "ci_low": lo, "ci_high": hi})
+        tie = g["tie"].astype(bool) if "tie" in g else pd.Series(False, index=g.index)
+        near = (g["near_tie"].astype(bool) & ~tie if "near_tie" in g
+                else pd.Series(False, index=g.index))
+        dec = g[~(tie | near)]
+        k, n = int(dec["correct"].astype(bool).sum()), len(dec)
+        lo, hi = wilson_interval(k, n, confidence) if n else (float("nan"), float("nan"))
+        rows.append({**dict(zip(names, key)), "n": len(g), "ties": int(tie.sum()),
+                     "near_ties": int(near.sum()), "decided": n, "correct": k,
+                     "accuracy": k / n if n else float("nan"), "ci_low": lo, "ci_high": hi})
     return pd.DataFrame(rows)
-
-

@@ -119,9 +119,10 @@ class Run:
         return pd.read_parquet(self.folder / "pairs.parquet")
 
     def write_shard(self, shard, measures: pd.DataFrame | None = None,
-                    details: dict | None = None) -> None:
+                    details: dict | None = None, seconds: float | None = None) -> None:
         """Write a finished shard: its measures (coerced to :data:`MEASURE_SCHEMA`), detail
-        tables (``{name: DataFrame}``) and arrays (``{"states": ndarray}``), then its marker.
+        tables (``{name: DataFrame}``) and arrays (``{"states": ndarray}``), then its marker
+        (which records ``seconds``, the shard's compute time, when given).
 
         Raises:
             StoreError: the shard is already done (finished work is never overwritten).
@@ -146,7 +147,22 @@ class Run:
             _atomic_write(self.store.root / "measures" / f"run={self.id}" / f"{name}.parquet",
                           lambda p: pq.write_table(table, p))
         marker = self.folder / "done" / name
-        _atomic_write(marker, lambda p: p.write_text(_now()))
+        _atomic_write(marker, lambda p: p.write_text(json.dumps(
+            {"finished": _now(), "seconds": seconds})))
+
+    def compute_seconds(self) -> float | None:
+        """Sum of the finished shards' compute seconds (``None`` if a shard did not record
+        them): what the run cost on the machine that computed it (see the provenance)."""
+        total = 0.0
+        for name in self.done():
+            try:
+                sec = json.loads((self.folder / "done" / name).read_text()).get("seconds")
+            except (json.JSONDecodeError, AttributeError):
+                return None
+            if sec is None:
+                return None
+            total += sec
+        return total
 
     def finish(self) -> None:
         """Mark the run complete (after its last shard)."""

@@ -23,18 +23,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .data import (PAIR_COLUMNS, ChecksumError, DataError, _download, manifest, pivotal_spans,
-                   read_jsonl)
+from .data import (PAIR_COLUMNS, ChecksumError, DataError, SmallSampleWarning, _download,
+                   manifest, pivotal_spans, read_jsonl)
 from .paths import cache_dir, resources_dir
 
 __all__ = ["XCOMPS_LANGUAGES", "SAMPLE_LANGUAGES", "NEGATIVE_TYPES", "REQUIRED_FIELDS",
            "languages", "git_blob_id", "xcomps_file", "load_xcomps", "load_languages",
-           "meta_template", "pair_table", "method_tables", "findings_markdown"]
+           "meta_template", "pair_table", "method_tables", "claim_tests"]
 
 XCOMPS_LANGUAGES = ["ar", "ca", "de", "el", "es", "fa", "fr", "he", "hu", "ja", "ko", "nl", "ru",
                     "tr", "uk", "vi", "zh"]
@@ -43,7 +44,6 @@ NEGATIVE_TYPES = ["taxonomic", "overlap", "co-occurrence", "random"]
 REQUIRED_FIELDS = ["acceptable_sent", "unacceptable_sent", "negative_sample_type",
                    "acceptable_concept", "unacceptable_concept", "property_phrase"]
 _SAMPLE_DIR = Path("sample") / "xcomps"  # under resources_dir()
-_NO_SPACE = {"zh", "ja"}
 
 
 def languages() -> pd.DataFrame:
@@ -193,32 +193,34 @@ def load_languages(langs: list[str], source: str = "sample", data_dir=None,
     out = pd.concat(frames, ignore_index=True)
     if items_per_language is not None:
         props = sorted(set(out["property"]))
+        if items_per_language > len(props):
+            warnings.warn(f"asked for {items_per_language} items per language, the data has "
+                          f"{len(props)}: using all of them", SmallSampleWarning, stacklevel=2)
         rng = np.random.default_rng(seed)
         keep = set(rng.choice(props, size=min(items_per_language, len(props)), replace=False))
         out = out[out["property"].isin(keep)].reset_index(drop=True)
     return out
 
 
-def meta_template(lang: str) -> dict:
-    """The metalinguistic question of a sample language
-    (``xcomps_utils/resources/sample/xcomps/meta_<lang>.json``):
-    ``question`` with ``{property_phrase}``, ``{option_1}``, ``{option_2}``; ``answer``; and
-    ``space``: whether a space separates the answer cue from the option.
+def meta_template(lang: str, path=None) -> dict:
+    """The metalinguistic (Meta) template of a language, from the one template file
+    ``xcomps_utils/resources/meta_templates.json`` (validated on load, see
+    :func:`xcomps_utils.meta.load_meta_templates`): ``question`` with ``{property_phrase}``,
+    ``{option_1}``, ``{option_2}``; ``answer`` (the answer cue); ``space`` (whether a space
+    separates the cue from the option); the option rule ``determiners``, ``lowercase``,
+    ``lowercase_map`` (see :func:`xcomps_utils.meta.option_text`); ``options``, ``source``,
+    ``review``.
 
     Raises:
-        DataError: no template for the language.
+        DataError: no template for the language (names the file), or an invalid template file.
     """
-    path = resources_dir() / _SAMPLE_DIR / f"meta_{lang}.json"
-    if not path.exists():
-        raise DataError(f"no metalinguistic template {path}; write one (see meta_en.json)")
-    t = json.loads(path.read_text(encoding="utf-8"))
-    for field in ("question", "answer"):
-        if field not in t:
-            raise DataError(f"{path}: missing field {field!r}")
-    t["space"] = lang not in _NO_SPACE
-    return t
+    from .meta import load_meta_templates, meta_templates_file
 
-
+    templates = load_meta_templates(path)
+    if lang not in templates:
+        raise DataError(f"{path or meta_templates_file()}: no metalinguistic template for "
+                        f"language {lang!r}; it has {sorted(templates)}")
+    return templates[lang]
 
 
 # --- tables of the XCOMPS chapter -------------------------------------------------------------
@@ -245,47 +247,56 @@ def pair_table(measures: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def method_tables(scored: pd.DataFrame, probes: pd.DataFrame, langs: list[str]) -> dict:
-    """Language x negative-type tables (the paper's Figure 1): Meta and Direct accuracy (from
-    :func:`pair_table`), and the best layer's probe F1 of each cell (from the Neuro measures of
-    :func:`xcomps_utils.methods.run`, widened)."""
+def method_tables(scored: pd.DataFrame, probe_groups: pd.DataFrame, langs: list[str]) -> dict:
+    """Language x negative-type tables (the paper's Figure 1): Meta and Direct accuracy over the
+    decided pairs (ties and near ties left out; from :func:`pair_table`), and each cell's probe
+    balanced accuracy at the layer chosen by nested cross-validation (from the second table of
+    :func:`xcomps_utils.probing.probe_tables`; not the maximum over layers, which is biased)."""
+    from .claims import _decided_rows
+
     tables = {}
     for name, col in (("Meta", "meta_correct"), ("Direct", "direct_correct")):
         if col in scored:
-            tables[name] = scored.pivot_table(index="lang", columns="negative_sample_type",
-                                              values=col, aggfunc="mean"
-                                              ).reindex(langs)[NEGATIVE_TYPES]
-    cells = probes[probes["subset"] != "all"] if len(probes) else probes
-    if len(cells):
-        best = cells.groupby(["lang", "subset"])["f1"].max().unstack()
-        tables["Neuro (best layer F1)"] = best.reindex(langs)[NEGATIVE_TYPES]
+            d = _decided_rows(scored, col)
+            tables[name] = d.pivot_table(index="lang", columns="negative_sample_type",
+                                         values=col, aggfunc="mean").reindex(langs)[NEGATIVE_TYPES]
+    if len(probe_groups) and "nested_balanced_accuracy" in probe_groups:
+        cells = probe_groups[probe_groups["subset"] != "all"]
+        tables["Neuro (balanced accuracy, nested)"] = cells.pivot_table(
+            index="lang", columns="subset", values="nested_balanced_accuracy"
+        ).reindex(langs).reindex(columns=NEGATIVE_TYPES)
     return tables
 
 
-def findings_markdown(summary: pd.DataFrame, tables: dict, by_morph: pd.DataFrame) -> str:
-    """The chapter's comparison with the paper's claims, as Markdown: this run's numbers beside
-    each claim (a description of the run, not a test of the claim)."""
-    lines = []
-    if "Direct" in summary:
-        s = summary["Direct"].sort_values()
-        lines.append(f"1. The paper claims *accuracy varies across languages on the same concepts*. "
-                     f"This run's Direct accuracy ranges from {s.iloc[0]:.2f} ({s.index[0]}) to {s.iloc[-1]:.2f} "
-                     f"({s.index[-1]}).")
-    if "Direct" in tables:
-        t = tables["Direct"].mean()
-        lines.append("2. The paper claims *negatives that share semantic similarity are harder than "
-                     "random ones*. This run's Direct accuracy by type: "
-                     + ", ".join(f"{k} {v:.2f}" for k, v in t.items()) + ".")
-    if "Meta" in summary and "Neuro (best layer F1)" in summary:
-        mass = summary["Meta answer mass"].mean() if "Meta answer mass" in summary else np.nan
-        lines.append(f"3. The paper claims *explicit answers (Meta) and internal competence (Neuro) "
-                     f"can disagree*. This run: mean Meta accuracy {summary['Meta'].mean():.2f} (the two answers take "
-                     f"{mass:.1%} of the probability mass) vs mean best-layer probe F1 "
-                     f"{summary['Neuro (best layer F1)'].mean():.2f}.")
-    lines.append("4. The paper claims *morphologically richer languages score lower and peak at "
-                 "deeper layers*. This run, by morphological type: " + "; ".join(
-                     f"{k}: " + ", ".join(f"{c} {v:.2f}" for c, v in row.items() if pd.notna(v))
-                     for k, row in by_morph.iterrows()) + ".")
-    lines.append("\nThese are this run's numbers beside each claim, without intervals or tests: "
-                 "they neither support nor contradict the claims at this sample size.")
-    return "\n".join(lines)
+def claim_tests(scored: pd.DataFrame, probe_groups: pd.DataFrame | None = None,
+                n_boot: int = 2000, seed: int = 0) -> list:
+    """The XCOMPS paper's claims tested on one run (:mod:`xcomps_utils.claims`): for Direct and
+    Meta (whichever ``scored`` has), the English advantage, subtle negatives being harder and the
+    morphological trend; and, given the probe groups, Direct tracking Neuro over the language x
+    negative-type cells. A claim the run cannot test (one language, one morphological type) is
+    left out.
+
+    Returns:
+        a list of :class:`xcomps_utils.claims.ClaimTest`.
+    """
+    from . import claims
+
+    tests = []
+    for col in ("direct_correct", "meta_correct"):
+        if col not in scored or scored[col].isna().all():
+            continue
+        if "en" in set(scored["lang"]) and scored["lang"].nunique() > 1:
+            tests.append(claims.english_advantage(scored, col, n_boot=n_boot, seed=seed))
+        tests.append(claims.subtle_negatives_harder(scored, col, n_boot=n_boot, seed=seed))
+        if scored["morphology"].nunique() > 1:
+            tests.append(claims.morphology_trend(scored, col, n_boot=n_boot, seed=seed))
+    if probe_groups is not None and len(probe_groups) and "direct_correct" in scored:
+        d = claims._decided_rows(scored, "direct_correct")
+        direct = d.groupby(["lang", "negative_sample_type"])["direct_correct"].mean()
+        cells = probe_groups[probe_groups["subset"] != "all"][
+            ["lang", "subset", "nested_balanced_accuracy"]].rename(
+            columns={"nested_balanced_accuracy": "neuro"})
+        cells["direct"] = direct.reindex(list(zip(cells["lang"], cells["subset"]))).to_numpy()
+        if len(cells.dropna()) >= 4:
+            tests.append(claims.direct_tracks_neuro(cells, n_boot=n_boot, seed=seed))
+    return tests

@@ -1,0 +1,105 @@
+"""Cross-lingual consistency on synthetic judgements with a known answer."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from xcomps_utils import consistency as C
+
+TYPES = ["taxonomic", "overlap", "co-occurrence", "random"]
+
+
+def _scored(columns: dict, n_items: int) -> pd.DataFrame:
+    """Long table: one row per language x item x negative type, ``direct_correct`` given per
+    language as a vector over (item, type)."""
+    rows = []
+    for lang, values in columns.items():
+        for k, v in enumerate(values):
+            rows.append({"lang": lang, "property": f"p{k // 4:03d}", "negative_sample_type":
+                         TYPES[k % 4], "direct_correct": float(v), "direct_tie": 0.0})
+    return pd.DataFrame(rows)
+
+
+def test_perfect_agreement_gives_kappa_one():
+    rng = np.random.default_rng(0)
+    v = rng.integers(0, 2, 200)
+    d = _scored({"en": v, "de": v, "hu": v}, 50)
+    table = C.pairwise_agreement(C.correctness_matrix(d))
+    assert (table.kappa == 1).all() and (table.agreement == 1).all() and (table.n == 200).all()
+    t = C.cross_lingual_agreement(d, n_boot=200)
+    assert t.effect == 1 and t.ci_low == 1 and t.verdict == "supported"
+
+
+def test_opposite_judgements_give_kappa_minus_one():
+    v = np.tile([0, 1], 100)
+    assert C.cohen_kappa(v, 1 - v) == pytest.approx(-1)
+
+
+def test_independent_languages_give_kappa_near_zero_even_at_high_accuracy():
+    rng = np.random.default_rng(1)
+    n = 4000  # 1000 items x 4 types
+    d = _scored({"en": rng.random(n) < 0.9, "de": rng.random(n) < 0.9,
+                 "zh": rng.random(n) < 0.6}, n // 4)
+    table = C.pairwise_agreement(C.correctness_matrix(d))
+    en_de = table[(table.lang_a == "de") & (table.lang_b == "en")].iloc[0]  # sorted codes
+    assert en_de.agreement > 0.8  # raw agreement is high by chance alone...
+    assert abs(en_de.kappa) < 0.05  # ... kappa is not
+    t = C.cross_lingual_agreement(d, n_boot=200)
+    assert abs(t.effect) < 0.05 and t.ci_low < 0 < t.ci_high and t.verdict == "inconclusive"
+
+
+def test_agreement_follows_morphology_when_planted():
+    rng = np.random.default_rng(2)
+    n = 400
+    analytic = rng.integers(0, 2, n)
+    agglutinative = rng.integers(0, 2, n)
+    flip = lambda v, p: np.where(rng.random(n) < p, 1 - v, v)
+    d = _scored({"en": flip(analytic, 0.05), "zh": flip(analytic, 0.05), "vi": flip(analytic, 0.05),
+                 "tr": flip(agglutinative, 0.05), "hu": flip(agglutinative, 0.05)}, n // 4)
+    t = C.agreement_follows(d, "morphological_type", n_boot=200)
+    assert t.effect > 0.7 and t.verdict == "supported"
+    # resource level (en, zh high; vi, tr, hu medium) cuts across the planted structure
+    r = C.agreement_follows(d, "resource_level", n_boot=200)
+    assert r.effect < t.effect
+
+
+def test_ties_are_left_out_and_units_must_be_unique():
+    d = _scored({"en": [1, 0, 1, 1], "de": [1, 0, 0, 1]}, 1)
+    d.loc[(d.lang == "de") & (d.negative_sample_type == "co-occurrence"), "direct_tie"] = 1.0
+    m = C.correctness_matrix(d)
+    assert m["de"].isna().sum() == 1
+    assert C.pairwise_agreement(m).n.item() == 3
+    with pytest.raises(ValueError, match="share a .lang, property"):
+        C.correctness_matrix(pd.concat([d, d]), unit="property")
+
+
+def test_items_by_languages_counts_where_an_item_is_known():
+    d = _scored({"en": [1, 1, 1, 1, 0, 0, 0, 0], "de": [1, 1, 1, 0, 1, 1, 0, 0],
+                 "hu": [0, 0, 0, 0, 1, 1, 1, 1]}, 2)
+    t = C.items_by_languages(C.correctness_matrix(d)).set_index("property")
+    assert t.loc["p000", "known_in"] == 2 and t.loc["p000", "known"] == "de, en"
+    assert t.loc["p001", "known_in"] == 1 and t.loc["p001", "unknown"] == "de, en"
+
+
+def test_interval_resamples_items_not_pairs():
+    rng = np.random.default_rng(3)
+    v = rng.integers(0, 2, 80)
+    d = _scored({"en": v, "de": np.where(rng.random(80) < 0.2, 1 - v, v)}, 20)
+    table = C.agreement_table(d, n_boot=300)
+    row = table.iloc[0]
+    assert row.ci_low < row.kappa < row.ci_high
+    assert {"morphology_a", "resource_b"} <= set(table.columns)
+
+
+def test_vectorised_kappa_equals_scikit_learn():
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(4)
+    m = (rng.random((60, 4)) < [0.9, 0.7, 0.5, 0.95]).astype(float)
+    m[rng.random((60, 4)) < 0.1] = np.nan
+    pairs = [(0, 1), (0, 2), (1, 3), (2, 3)]
+    got = C._kappas(m, pairs)
+    for (i, j), k in zip(pairs, got):
+        ok = ~(np.isnan(m[:, i]) | np.isnan(m[:, j]))
+        assert k == pytest.approx(cohen_kappa_score(m[ok, i], m[ok, j]), abs=1e-12)
+        assert k == pytest.approx(C.cohen_kappa(m[:, i], m[:, j]), abs=1e-12)

@@ -1,0 +1,203 @@
+"""Decomposition of XCOMPS pairs: parts sum to the whole in every script; conditional Direct
+equals log p(sentence) - log p(prefix) from a plain float64 loop."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from xcomps_utils import decompose as D
+from xcomps_utils import xcomps
+from xcomps_utils.methods import run
+from xcomps_utils.scoring import TokenScores
+
+LANGS = xcomps.SAMPLE_LANGUAGES  # en de fr zh vi tr hu: Latin, Han, diacritics, suffixes
+
+
+def _span(good, bad, *args, **kw):
+    s = D.concept_span(good, bad, *args, **kw)
+    return good[slice(*s.span(good))], bad[slice(*s.span(bad))], good[len(good) - s.suffix:]
+
+
+def test_concept_span_in_every_sample_script():
+    assert _span("A robin can fly.", "A penguin can fly.") == ("robin", "penguin", " can fly.")
+    # the concepts share a final n: step 3 widens the span back to whole words
+    assert _span("Ein Rotkehlchen kann fliegen.", "Ein Pinguin kann fliegen.") == \
+        ("Rotkehlchen", "Pinguin", " kann fliegen.")
+    # the article agrees with the concept: it differs, so it is in the span
+    assert _span("An elephant has a trunk.", "A hippopotamus has a trunk.") == \
+        ("An elephant", "A hippopotamus", " has a trunk.")
+    assert _span("Con chim cổ đỏ biết bay.", "Con chim cánh cụt biết bay.") == \
+        ("cổ đỏ", "cánh cụt", " biết bay.")
+    # ... and with the data's concept strings, the whole concept
+    assert _span("Con chim cổ đỏ biết bay.", "Con chim cánh cụt biết bay.", "chim cổ đỏ",
+                 "chim cánh cụt")[:2] == ("chim cổ đỏ", "chim cánh cụt")
+    # Hungarian: the dative suffix -nak is attached to the concept and goes with it
+    assert _span("Az elefántnak van ormánya.", "A vízilónak van ormánya.") == \
+        ("Az elefántnak", "A vízilónak", " van ormánya.")
+    # no spaces: characters are the words; a shared character of two concepts (鹅) is kept in
+    # the span only when the concept strings are given
+    assert _span("企鹅会飞。", "天鹅会飞。") == ("企", "天", "鹅会飞。")
+    assert _span("企鹅会飞。", "天鹅会飞。", "企鹅", "天鹅") == ("企鹅", "天鹅", "会飞。")
+    # concept last: the property is in the shared prefix, only the period follows
+    assert _span("Fliegen kann ein Rotkehlchen.", "Fliegen kann ein Pinguin.") == \
+        ("Rotkehlchen", "Pinguin", ".")
+    with pytest.raises(ValueError, match="identical"):
+        D.concept_span("A robin can fly.", "A robin can fly.")
+
+
+def test_straddling_tokens_go_to_the_concept():
+    # a tokenizer fusing 鸟会 in the acceptable sentence: the span widens to 知更鸟会 / 企鹅会,
+    # the first boundary both share, and the property is measured on the same text 飞。
+    good, bad = "知更鸟会飞。", "企鹅会飞。"
+    g = TokenScores(good, np.arange(4), ["知更", "鸟会", "飞", "。"],
+                    np.array([(0, 2), (2, 4), (4, 5), (5, 6)]), np.array([-1., -2, -3, -4]), "bos")
+    b = TokenScores(bad, np.array([9, 8, 2, 3]), ["企鹅", "会", "飞", "。"],
+                    np.array([(0, 2), (2, 3), (3, 4), (4, 5)]), np.array([-5., -6, -7, -8]), "bos")
+    summary, groups, tokens = D.split_pair(g, b, "知更鸟", "企鹅")
+    assert (summary["concept_good"], summary["concept_bad"]) == ("知更鸟会", "企鹅会")
+    assert summary["continuation"] == "飞。" and summary["same_continuation"]
+    assert summary["cond_good"] == -7 and summary["cond_bad"] == -15
+    assert summary["delta_concept"] == (-1 - 2) - (-5 - 6)
+    assert tokens.category.tolist() == ["concept", "concept", "property", "period"] * 2
+    assert summary["delta"] == pytest.approx(sum(summary[f"delta_{c}"] for c in D.CATEGORIES))
+    with pytest.raises(ValueError, match="inside a token"):
+        D.continuation_logprob(g, 3)
+    assert D.continuation_logprob(g, 4) == -7
+
+
+def test_proportions_on_a_pair_with_known_parts():
+    # only the concept differs in the continuation-free case: the concept carries everything
+    g = TokenScores("A robin.", np.array([1, 2, 3]), ["A", " robin", "."],
+                    np.array([(0, 1), (1, 7), (7, 8)]), np.array([-1., -5, -2]), "bos")
+    b = TokenScores("A dog.", np.array([1, 4, 3]), ["A", " dog", "."],
+                    np.array([(0, 1), (1, 5), (5, 6)]), np.array([-1., -8, -2]), "bos")
+    s, groups, _ = D.split_pair(g, b)
+    assert s["delta"] == 3 and s["delta_concept"] == 3 and s["cond_delta"] == 0
+    assert s["plain_concept_s"] == 1 and s["plain_period_s"] == 0
+    # normalized: 1 on the concept group minus 3 groups x median (0) = 1
+    assert s["norm_concept_s"] == pytest.approx(1.0)
+    assert list(groups.category) == ["prefix", "concept", "period"]
+
+
+@pytest.fixture(scope="module")
+def sample_pairs():
+    return xcomps.load_languages(LANGS, items_per_language=3, seed=1)
+
+
+def _plain_loop(lm, text):
+    """Independent reference (as tests/test_scoring.py): BOS + one text, no batching, no prefix
+    sharing, float64 log-softmax of the model's logits."""
+    tok = lm.tokenizer
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    first = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+    ids = [first] + ids
+    with torch.no_grad():
+        logp = lm.model(torch.tensor([ids])).logits[0].double().log_softmax(-1)
+    return np.array([logp[t - 1, ids[t]].item() for t in range(1, len(ids))]), ids[1:]
+
+
+@pytest.mark.parametrize("model", ["lm", "gemma"])
+def test_parts_sum_to_the_whole_in_every_script(model, request, sample_pairs, tmp_path):
+    lm = request.getfixturevalue(model)
+    res = run(lm, sample_pairs, ["direct"], store=tmp_path / "results", progress=False)
+    dec = D.decompose_pairs(sample_pairs, res.detail("direct_tokens"))
+    d = dec.pairs
+    assert len(d) == len(sample_pairs) and set(d.lang) == set(LANGS)
+    parts = sum(d[f"delta_{c}"] for c in D.CATEGORIES)
+    np.testing.assert_allclose(parts, d.delta, atol=1e-9)
+    # ... and the whole is the stored Direct difference
+    stored = res.wide("direct").assign(pair_id=lambda x: x.pair_id.astype(str))
+    m = d.merge(stored[["lang", "pair_id", "delta"]], on=["lang", "pair_id"], suffixes=("", "_m"))
+    np.testing.assert_allclose(m.delta, m.delta_m, atol=1e-9)
+    # every token of both sentences is in exactly one category and one group
+    counts = dec.tokens.groupby(["lang", "pair_id", "side"]).size().unstack()
+    tok = res.detail("direct_tokens").groupby("text").size()
+    assert (counts["good"].to_numpy() == d.set_index(["lang", "pair_id"]).loc[counts.index]
+            .good.map(tok).to_numpy()).all()
+    # group differences also sum to the whole (the proportions' denominator shares the parts)
+    g = dec.groups.groupby(["lang", "pair_id"]).delta_s.sum()
+    np.testing.assert_allclose(g.loc[list(zip(d.lang, d.pair_id))].to_numpy(), d.delta,
+                               atol=1e-9)
+    # every pair has a concept and a continuation, the same tokens after the concept
+    assert (d.n_concept_good > 0).all() and (d.n_concept_bad > 0).all()
+    assert (d.n_property_good > 0).all() and d.same_continuation.all()
+    # the shared prefix differs only by rounding (same tokens, same context)
+    assert d.delta_prefix.abs().max() < 1e-4
+    for cat in D.CATEGORIES:
+        assert d[f"plain_{cat}_s"].between(0, 1).all()
+    assert np.allclose(sum(d[f"plain_{c}_s"] for c in D.CATEGORIES), 1)
+
+
+@pytest.mark.parametrize("model", ["lm", "gemma"])
+def test_conditional_direct_equals_plain_loop(model, request, sample_pairs, tmp_path):
+    """cond = log p(sentence) - log p(prefix up to the concept's end), each text scored alone by
+    a plain loop, within 1e-5 nats; and every continuation token within 1e-5.
+
+    The run scores one text per forward pass (``batch_size=1``): this test is about the identity
+    and the token boundary, not batching. (Batched, the sample's texts of one length differ from
+    the plain loop by up to 1.6e-4 nats per token on this CPU, e.g. SmolLM2 on 山羊有角。 batched
+    with one other text: a scoring matter, reported apart.)"""
+    lm = request.getfixturevalue(model)
+    sub = sample_pairs.groupby("lang").head(2)  # 2 pairs per language, every script
+    res = run(lm, sub, ["direct"], store=tmp_path / "results", progress=False, batch_size=1)
+    dec = D.decompose_pairs(sub, res.detail("direct_tokens"))
+    checked = 0
+    for r in dec.pairs.itertuples():
+        for side, text, cond, concept in (("good", r.good, r.cond_good, r.concept_good),
+                                          ("bad", r.bad, r.cond_bad, r.concept_bad)):
+            cut = len(text) - len(r.continuation)
+            assert text[:cut].endswith(concept)
+            full, ids = _plain_loop(lm, text)
+            pre, pre_ids = _plain_loop(lm, text[:cut])
+            assert ids[:len(pre_ids)] == pre_ids  # the prefix tokenizes as in the sentence
+            n_after = len(ids) - len(pre_ids)
+            assert n_after >= 1
+            assert abs(cond - (full.sum() - pre.sum())) < 1e-5, (text, cond)
+            # per token: the stored continuation tokens are the loop's, within 1e-5 (+ float32 precision)
+            t = dec.tokens[(dec.tokens.lang == r.lang) & (dec.tokens.pair_id == r.pair_id)
+                           & (dec.tokens.side == side)]
+            after = t[t.category.isin(["property", "period"])]
+            np.testing.assert_allclose(-after.surprisal.to_numpy(), full[len(pre_ids):],
+                                       atol=1e-5, rtol=2e-6)  # tests/test_scoring.py's tolerance
+            checked += 1
+    assert checked == 4 * len(LANGS)
+
+
+def test_prior_share_counts_pairs_right_only_because_of_the_prior():
+    d = pd.DataFrame({"lang": "xx", "property": ["a", "b", "c", "d", "e"],
+                      "direct_correct": [1., 1, 1, 1, 0], "cond_correct": [1., 0, 0, 1, 1],
+                      "direct_tie": 0., "cond_tie": 0.})
+    t = D.prior_share(d, n_boot=200)
+    row = t.iloc[0]
+    assert row.prior_share == 0.5 and (row.only_direct, row.only_cond, row.both) == (2, 1, 2)
+    assert 0 <= row.ci_low <= 0.5 <= row.ci_high <= 1 and row["items"] == 5
+    claim = D.direct_needs_prior(d, n_boot=200)
+    assert claim.effect == pytest.approx(0.8 - 0.6)
+
+
+@pytest.mark.slow
+def test_chapter_runs_small_and_renders_again_from_its_store(tmp_path):
+    """The chapter end to end (2 items per language, no second model), twice: the second time
+    the Direct run is read from the store."""
+    import jupytext
+    import papermill
+
+    from xcomps_utils.store import Store
+
+    repo = __import__("pathlib").Path(__file__).resolve().parent.parent
+    src = tmp_path / "chapter.ipynb"
+    jupytext.write(jupytext.read(repo / "notebooks" / "xcomps_token_level.md"), src)
+    store = tmp_path / "results"
+    params = dict(items_per_language=2, compare_model=None, n_boot=100, store=str(store))
+    for k in range(2):
+        out = tmp_path / f"out{k}.ipynb"
+        papermill.execute_notebook(str(src), str(out), parameters=params, cwd=str(tmp_path),
+                                   kernel_name="python3", progress_bar=False,
+                                   execution_timeout=900)
+        text = out.read_text()
+        assert '"output_type": "error"' not in text
+        assert "bokeh.min.js" in text and "image/png" in text  # explorer and figures drawn
+        assert any(v in text for v in ("**Supported**", "**Inconclusive**", "**Contradicted**"))
+    assert "read from the results store" in text
+    assert len(Store(store).runs()) == 1

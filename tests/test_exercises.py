@@ -1,0 +1,77 @@
+"""Helpers behind the book's exercise solutions (xcomps_utils.exercises) and the Figure 2 layout."""
+
+import pandas as pd
+import pytest
+
+from xcomps_utils import exercises
+
+
+def _policies():
+    rows = []
+    # pair 1: correct under bos only; pair 2: correct everywhere; pair 3: flips with a wide spread
+    for pid, deltas in (("1", (0.4, -0.1, -0.2)), ("2", (1.0, 0.8, 0.9)), ("3", (-2.0, 1.5, 1.0))):
+        for policy, d in zip(("bos", "drop_first", "lm_eval"), deltas):
+            rows.append({"task": "blimp_anaphor", "pair_id": pid, "policy": policy, "delta": d,
+                         "correct": float(d > 0)})
+    return pd.DataFrame(rows)
+
+
+def test_policy_flips_finds_and_orders_changed_decisions():
+    flips = exercises.policy_flips(_policies())
+    assert list(flips.pair_id) == ["3", "1"]  # spread 3.5 before spread 0.6; pair 2 never flips
+    assert list(flips.columns) == ["task", "pair_id", "delta_bos", "delta_drop_first",
+                                   "delta_lm_eval", "correct_bos", "correct_drop_first",
+                                   "correct_lm_eval"]
+    assert flips.loc[1, "delta_drop_first"] == -0.1 and flips.loc[1, "correct_bos"] == 1.0
+
+
+def test_policy_flips_needs_two_policies():
+    with pytest.raises(ValueError, match="at least two policies"):
+        exercises.policy_flips(_policies().query("policy == 'bos'"))
+    with pytest.raises(ValueError, match="lack column"):
+        exercises.policy_flips(_policies().drop(columns="delta"))
+
+
+def test_reprobe_reproduces_the_stored_probe_and_leaks_with_sentence_folds(lm, tmp_path):
+    from xcomps_utils import methods, xcomps
+
+    pairs = xcomps.load_languages(["en"], source="sample", items_per_language=6, seed=0)
+    res = methods.run(lm, pairs, ["neuro"], store=tmp_path / "results", probe_by=[["lang"]],
+                      progress=False)
+    stored = res.wide("neuro").query("layer >= 0").sort_values("layer")
+    fair = exercises.reprobe(res, pairs, folds="leak_free", lang="en")
+    n_layers = lm.model.config.num_hidden_layers + 1
+    assert len(fair) == n_layers == len(stored)
+    # the chapter's leak-free folds, recomputed from the stored states: the stored numbers
+    assert fair.balanced_accuracy.to_numpy() == pytest.approx(
+        stored.balanced_accuracy.to_numpy(), abs=1e-12)
+    assert fair.attrs["leaked_concepts"] == 0
+    leaky = exercises.reprobe(res, pairs, folds="sentences", lang="en")
+    # 6 items x 5 sentences in 5 plain folds: some item has sentences on both sides
+    assert len(leaky) == n_layers and leaky.attrs["leaked_items"] > 0
+    assert not (leaky.balanced_accuracy.to_numpy() == fair.balanced_accuracy.to_numpy()).all()
+    with pytest.raises(ValueError, match="no pair of language"):
+        exercises.reprobe(res, pairs, lang="xx")
+    with pytest.raises(ValueError, match="folds must be"):
+        exercises.reprobe(res, pairs, folds="items")
+    with pytest.raises(KeyError, match="no Neuro run"):
+        exercises.reprobe(methods.Results(res.measures, {}, res.store), pairs)
+
+
+def test_pivotal_share_histograms_stay_legible_at_page_width():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from xcomps_utils import plots
+
+    tasks = ["blimp_anaphor", "blimp_animacy", "dust", "crows_pairs", "nonsense"]
+    metrics = pd.DataFrame({"task": [t for t in tasks for _ in range(4)],
+                            "plain_pivotal_ppl": [0.1, 0.5, 0.9, 0.3] * 5,
+                            "wording": "w", "order": "good_first"})
+    fig = plots.plot_pivotal_share_histograms(metrics, "smollm2-135m-instruct")
+    width, _ = fig.get_size_inches()
+    visible = [ax for ax in fig.axes if ax.get_visible()]
+    assert width <= 10 and len(visible) == 5  # 3 + 2 panels, not 5 in a row
+    assert min(ax.title.get_fontsize() for ax in visible) >= 10
+    assert all(ax.get_xlabel() for ax in visible)
+    assert all(ax.get_ylim()[0] < 1 for ax in visible)  # a count of 1 is a visible bar on log

@@ -1,0 +1,271 @@
+"""Sweeps (models x data x methods) on a local Ray and in one process: the same runs as
+`xcomps-study run`, every shard written once however workers die, resumable, validated."""
+
+import sys
+import threading
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from xcomps_utils import cli, methods, store as S, sweep as SW, xcomps
+
+ID = ["run", "method", "dataset", "task", "lang", "subset", "pair_id", "item", "wording", "order",
+      "layer", "measure"]
+LANGS = ["en", "de"]
+ITEMS = 2          # 2 concept-property items x 4 negatives x 2 languages = 16 pairs
+SHARD = 4          # 4 shards a run
+
+
+def _file(tmp_path, name="sweep.yaml", **fields):
+    sweep = {"models": ["smollm2-135m-instruct"], "methods": ["direct"], "dtype": "float32",
+             "device": "cpu", "shard_size": SHARD,
+             "data": [{"languages": LANGS, "items_per_language": ITEMS}]}
+    sweep.update(fields)
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(sweep))
+    return path
+
+
+def _sorted(m):
+    return m.sort_values(ID).reset_index(drop=True)
+
+
+def _assert_same(a, b):
+    """Same rows, same float32-model values (nothing lost, nothing twice)."""
+    assert not a.duplicated(ID).any() and not b.duplicated(ID).any()
+    pd.testing.assert_frame_equal(_sorted(a[b.columns]), _sorted(b))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """One torch thread, as each replica of the local Ray has (``num_cpus: 1``): float32
+    log-probabilities then agree bit for bit between processes (with 1 vs 2 threads they differ
+    by up to 3.7e-5 nats per token on SmolLM2: the matrix products sum in another order)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    """One local Ray for the module (start-up: a few seconds)."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def pairs():
+    return xcomps.load_languages(LANGS, items_per_language=ITEMS, seed=0)
+
+
+@pytest.fixture(scope="module")
+def reference(lm, pairs, tmp_path_factory):
+    """The single-process run (methods.run, as `xcomps-study run`) of direct and meta."""
+    return methods.run(lm, pairs, ["direct", "meta"], store=tmp_path_factory.mktemp("ref"),
+                       shard_size=SHARD, progress=False)
+
+
+# --- the sweep file ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fields, message", [
+    ({"methods": ["direkt"]}, r"methods\[0\]: unknown value 'direkt' \(did you mean 'direct'\?\); "
+                              r"allowed: direct, meta, neuro, token_ppl"),
+    ({"modles": ["x"]}, r"modles: unknown field \(did you mean 'models'\?\); allowed: store, "
+                        r"models, methods"),
+    ({"data": [{"tasks": ["blimp_anaphor"]}], "methods": ["meta"]},
+     r"methods: a pair set of tasks cannot run meta: Meta needs XCOMPS pairs .*; allowed: "
+     r"direct, neuro, token_ppl"),
+    ({"data": [{"languages": ["en", "xx"]}]}, r"data\[0\]\.languages\[1\]: unknown value 'xx'; "
+                                              r"allowed: en, de, fr"),
+    ({"data": [{"tasks": ["blimp_anaphora"]}]}, r"data\[0\]\.tasks\[0\]: unknown task "
+                                                r"'blimp_anaphora'; did you mean"),
+    ({"data": [{"languages": ["en"], "tasks": ["dust"]}]}, r"data\[0\]: each pair set has either"),
+    ({"data": [{"languages": ["en"], "n_pairs": 3}]}, r"data\[0\]\.n_pairs: unknown field; "
+                                                      r"allowed: languages, source, "
+                                                      r"items_per_language, methods"),
+    ({"shard_size": 0}, r"shard_size: 0 is not an integer >= 1"),
+    ({"shard_size": {"direct": 5, "neuroo": 2}}, r"shard_size\.neuroo: unknown field"),
+    ({"dtype": "fp32"}, r"dtype: 'fp32' is not allowed; allowed: auto, float32, bfloat16"),
+    ({"ray": {"replicas": "many"}}, r"ray\.replicas: 'many' is not an integer >= 1"),
+    ({"ray": {"num_gpu": 1}}, r"ray\.num_gpu: unknown field \(did you mean 'num_gpus'\?\)"),
+    ({"executor": "dask"}, r"executor: 'dask' is not allowed; allowed: auto, ray, local"),
+    ({"models": []}, r"models: \[\] is not a non-empty list of names"),
+])
+def test_sweep_file_errors_name_file_field_and_what_is_allowed(tmp_path, fields, message):
+    path = _file(tmp_path, **fields)
+    with pytest.raises(SW.SweepError, match=message) as err:
+        SW.load_sweep(path)
+    assert str(err.value).startswith(f"{path}: ")
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text("models: [smollm2-135m-instruct\nmethods: [direct]\n")
+    with pytest.raises(SW.SweepError, match=r"broken\.yaml: line \d+, column \d+ not valid YAML"):
+        SW.load_sweep(path)
+    r = CliRunner().invoke(cli.main, ["sweep", str(path)])
+    assert r.exit_code == 1 and "not valid YAML" in r.output
+
+
+def test_plan_selects_the_pairs_xcomps_study_run_selects(tmp_path, data_dir):
+    sweep = SW.load_sweep(_file(tmp_path, models=["smollm2-135m-instruct", "gemma-3-270m"],
+                                methods=["direct", "token_ppl"], shard_size={"token_ppl": 2},
+                                data=[{"tasks": ["blimp_anaphor"], "n_pairs": 5}]))
+    specs = SW.plan(sweep, tmp_path / "store")
+    assert [(s.model, s.method, s.n_shards) for s in specs] == [
+        ("smollm2-135m-instruct", "direct", 1), ("smollm2-135m-instruct", "token_ppl", 3),
+        ("gemma-3-270m", "direct", 1), ("gemma-3-270m", "token_ppl", 3)]
+    for (ms, p, datasets), spec in zip(cli._pairs(["direct", "token_ppl"], ["blimp_anaphor"], [],
+                                                  "sample", None, 5, 0), specs):
+        assert spec.method in ms and spec.datasets == datasets
+        assert spec.used.pair_id.tolist() == methods.prepare_pairs(p).pair_id.tolist()
+        assert spec.key_rest["pairs_sha256"] == methods._pairs_sha256(
+            methods.prepare_pairs(p), methods._USES[spec.method])
+    out = CliRunner().invoke(cli.main, ["sweep", str(_file(tmp_path)), "--dry-run"])
+    assert out.exit_code == 0 and "1 runs, 4 shards" in out.output
+
+
+# --- writing a shard exactly once ----------------------------------------------------------------
+
+def test_racing_attempts_of_a_shard_one_writes_the_other_is_a_no_op(tmp_path):
+    st = S.Store(tmp_path)
+    pairs = pd.DataFrame({"dataset": ["x"], "pair_id": ["1"], "good": ["a"], "bad": ["b"]})
+    run = st.open_run({"method": "direct", "model": "m"}, pairs, 1, {})
+    n, barrier, won = 8, threading.Barrier(8), {}
+
+    def attempt(k):
+        rows = pd.DataFrame([{c: "" for c in S.MEASURE_COLUMNS}]).assign(layer=-1, value=k)
+        big = {"direct_tokens": pd.DataFrame({"x": np.arange(200_000) + k})}  # a slow write
+        barrier.wait()
+        won[k] = SW.commit_shard(run, 0, rows, big)
+
+    threads = [threading.Thread(target=attempt, args=(k,)) for k in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [k for k, w in won.items() if w]
+    assert len(won) == n and len(winners) == 1  # exactly one wins, the others write nothing
+    m = st.measures([run.id])
+    assert m.value.tolist() == [winners[0]]
+    assert st.detail(run.id, "direct_tokens").x.iloc[0] == winners[0]  # files of the winner
+    assert run.done() == {"shard-00000"}
+    assert not SW.commit_shard(run, 0, m.drop(columns="run"))  # later: a no-op, no StoreError
+
+
+# --- Ray ------------------------------------------------------------------------------------------
+
+def test_ray_sweep_equals_the_single_process_run(ray_local, reference, tmp_path):
+    path = _file(tmp_path, methods=["direct", "meta"], store=str(tmp_path / "store"))
+    r = CliRunner().invoke(cli.main, ["sweep", str(path), "--quiet"])
+    assert r.exit_code == 0, r.output
+    assert "on ray (2 replica(s))" in r.output and r.output.count("computed 4 shard(s)") == 2
+    st = S.Store(tmp_path / "store")
+    runs = st.runs()
+    assert sorted(runs.run) == sorted(reference.runs.values())  # the same runs (keys, ids)
+    assert set(runs.status) == {"complete"} and set(runs.shards) == {"4/4"}
+    _assert_same(st.measures(list(runs.run)), reference.measures)
+    assert st.run(reference.runs["meta"]).record["provenance"]["sweep"] == str(path)
+    listed = CliRunner().invoke(cli.main, ["ls", "--store", str(tmp_path / "store")])
+    assert listed.exit_code == 0 and reference.runs["direct"] in listed.output
+    assert "complete" in listed.output and "float32" in listed.output
+    again = CliRunner().invoke(cli.main, ["sweep", str(path), "--quiet"])  # read, not recomputed
+    assert again.exit_code == 0 and again.output.count("read from the store") == 2
+
+
+def test_killed_worker_loses_nothing_and_duplicates_nothing(ray_local, reference, tmp_path):
+    """The replica computing shard 1 dies (os._exit) mid-shard: after writing the shard's files,
+    before its done marker. Ray restarts it and retries the shard, which is written once."""
+    once = tmp_path / "kill-once"
+    once.touch()
+    fault = SW._Fault("files", "direct", shard=1, action="exit", once=str(once))
+    res = SW.run_sweep(SW.load_sweep(_file(tmp_path, ray={"max_retries": 2})),
+                       store=tmp_path / "store", progress=False, _fault=fault)
+    assert not once.exists()  # the worker was killed
+    assert res.executor == "ray" and res.runs.status.tolist() == ["complete"]
+    assert res.runs.run.tolist() == [reference.runs["direct"]]
+    files = sorted(p.name for p in (tmp_path / "store" / "measures").rglob("*.parquet"))
+    assert files == [f"shard-0000{i}.parquet" for i in range(4)]
+    _assert_same(res.measures().drop(columns="model"),
+                 reference.measures[reference.measures.method == "direct"])
+
+
+@pytest.mark.slow  # the replicas load the model
+def test_two_replicas_racing_on_one_shard_write_it_once(ray_local, tmp_path):
+    ray = ray_local
+    (spec,) = SW.plan(SW.load_sweep(_file(tmp_path)), tmp_path / "store")
+    info = SW.Replica().open(spec, spec.used)
+    actors = [ray.remote(SW.Replica).options(num_cpus=1).remote() for _ in range(2)]
+    ref = [ray.put(spec.used)]
+    outcome = ray.get([a.shard.remote(spec.light(), info["run"], 0, ref) for a in actors])
+    assert sorted(outcome) in (["lost", "written"], ["done", "written"])
+    st = S.Store(tmp_path / "store")
+    assert st.run(info["run"]).done() == {"shard-00000"}
+    assert not st.measures([info["run"]]).duplicated(ID).any()
+    for a in actors:
+        ray.kill(a)
+
+
+def test_neuro_probes_run_once_after_the_state_shards(ray_local, lm, tmp_path):
+    pairs = xcomps.load_languages(LANGS, items_per_language=5, seed=0)
+    ref = methods.run(lm, pairs, "neuro", store=tmp_path / "ref", shard_size=16,
+                      probe_by=[[]], n_splits=3, inner_splits=2, progress=False)
+    path = _file(tmp_path, methods=["neuro"], shard_size=16, probe_by=[[]], n_splits=3,
+                 inner_splits=2,
+                 data=[{"languages": LANGS, "items_per_language": 5}])
+    res = SW.run_sweep(SW.load_sweep(path), store=tmp_path / "store", progress=False)
+    (rid,) = res.runs.run
+    assert rid == ref.runs["neuro"] and res.runs.computed.tolist() == [3]
+    st = S.Store(tmp_path / "store")
+    assert st.run(rid).done() == {"shard-00000", "shard-00001", "shard-00002", "probes"}
+    for a, b in zip(st.arrays(rid), S.Store(tmp_path / "ref").arrays(rid)):
+        np.testing.assert_array_equal(a, b)
+    m = res.measures().drop(columns="model")
+    assert set(m.measure) >= {"f1", "n_sentences"} and set(m.lang) == {"all"}  # one probe
+    _assert_same(m, ref.measures)
+
+
+# --- interrupted sweeps, and no Ray -------------------------------------------------------------
+
+@pytest.mark.parametrize("stage", ["open", "compute", "files", "finish"])
+def test_interrupted_sweep_resumes_from_finished_shards(lm, reference, tmp_path, stage):
+    """Interrupted after opening the run, after computing shard 2, between shard 2's files and
+    its marker, or after the last shard: the next sweep computes only what is missing."""
+    once = tmp_path / "once"
+    once.touch()
+    sweep = SW.load_sweep(_file(tmp_path, executor="local"))
+    fault = SW._Fault(stage, "direct", shard=None if stage in ("open", "finish") else 2,
+                      action="raise", once=str(once))
+    with pytest.raises(KeyboardInterrupt):
+        SW.run_sweep(sweep, store=tmp_path / "store", progress=False, _fault=fault)
+    st = S.Store(tmp_path / "store")
+    (rid,) = st.runs().run
+    assert st.runs().status.tolist() == ["running"]
+    before = len(st.run(rid).done())
+    assert before == {"open": 0, "compute": 2, "files": 2, "finish": 4}[stage]
+    res = SW.run_sweep(sweep, store=tmp_path / "store", progress=False)
+    assert res.runs.computed.tolist() == [4 - before] and res.runs.status.tolist() == ["complete"]
+    _assert_same(res.measures().drop(columns="model"),
+                 reference.measures[reference.measures.method == "direct"])
+
+
+def test_without_ray_the_same_sweep_runs_in_one_process(lm, reference, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails as if not installed
+    sweep = SW.load_sweep(_file(tmp_path, methods=["direct", "meta"]))
+    with pytest.raises(SW.SweepError, match=r"executor: ray is not installed; pip install "
+                                            r"'xcomps-study\[ray\]'"):
+        SW.run_sweep(sweep, executor="ray", store=tmp_path / "store")
+    with pytest.warns(UserWarning, match="Ray is not installed"):
+        res = SW.run_sweep(sweep, store=tmp_path / "store", progress=False)
+    assert res.executor == "local" and res.runs.computed.tolist() == [4, 4]
+    assert sorted(res.runs.run) == sorted(reference.runs.values())
+    _assert_same(res.measures().drop(columns="model"), reference.measures)

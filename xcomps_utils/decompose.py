@@ -1,0 +1,588 @@
+"""Where an XCOMPS pair's log-probability difference comes from: concept, property, the rest.
+
+XCOMPS' *Direct* method (He et al., 2025, arXiv 2502.19737) calls a concept-property item known
+when ``log p(good) > log p(bad)`` (``"A robin can fly."`` over ``"A penguin can fly."``). That
+difference (``Δ``, nats) has two very different parts: how probable the *concept* is at all (a
+frequency prior: *robin* vs *penguin*) and how probable the *property* is given the concept (the
+knowledge tested). This module splits ``Δ`` token by token with the ideas of token-level
+perplexity (Prins et al., 2026, arXiv 2603.29396; :mod:`xcomps_utils.perplexity`), and judges
+each pair by its property tokens alone, as COMPS (Misra et al., 2023) removes the concept prior.
+
+**Regions.** The two sentences share a prefix and a suffix of characters; between them lies the
+*concept span* (the differing characters). The span is found on the text, for any script and word
+order, in three steps, each only ever widening it:
+
+1. the longest common character prefix and suffix of the two sentences (``"A "`` and
+   ``" can fly."``);
+2. the concept strings of the data (``acceptable_concept``/``unacceptable_concept``), when found
+   in their sentence, are inside the span (a concept sharing characters with the other, 企鹅/天鹅,
+   keeps its shared 鹅);
+3. the span is widened to whole words (runs of letters between whitespace and punctuation, or
+   characters in a text without whitespace; a segmentation of the caller's choice), then to a
+   **token boundary both sentences share** (:func:`xcomps_utils.words.token_boundaries`: never
+   inside a token, nor inside a byte-level piece that carries part of the next character),
+   repeating until both hold. So a token that straddles the span's edge (``"Ġrob"``
+   owns the space before *robin*; ``"鸟会"`` would fuse concept and property) goes **to the
+   concept**: its probability is in part a probability of concept characters, and cutting at a
+   boundary both tokenizations share keeps the property measured on the *same text* in both
+   sentences. A suffix written attached to the concept (Hungarian *elefánt-nak*, Turkish
+   *fil-in*, Korean 울새-는) is part of the concept's word and so of the concept: its form often
+   depends on the concept (vowel harmony, 은/는), and its probability is that of the concept's
+   inflected form.
+
+Every token of each sentence is then in exactly one category: **prefix** (before the span),
+**concept** (in it), **property** (after it: the shared continuation, scored after a *different*
+concept in each sentence) or **period** (after it, a full stop and no letter or digit, Prins et
+al.'s period category). For a concept-last word order (the property before the concept) the
+property falls in the prefix: a causal model can only show what it knows about a concept in
+tokens that come after it.
+
+**Decomposition** (additive, exact): ``Δ = Δ_prefix + Δ_concept + Δ_property + Δ_period`` with
+``Δ_c = Σ_{t in c} log p_good(t) - Σ_{t in c} log p_bad(t)``; the parts sum to the whole because
+they partition the same tokens. ``Δ_prefix`` is zero up to rounding (same text, same context).
+
+**Conditional Direct**: ``log p(continuation | concept prefix)`` = the sum of the log-probabilities
+of the tokens after the span (property + period), per sentence; the pair is judged by
+``cond_delta = Δ_property + Δ_period > 0``. It equals ``log p(sentence) - log p(prefix)`` computed
+on the two texts (tested against a float64 one-text-at-a-time loop within 1e-5 nats). The **concept
+prior** is ``prior_delta = Δ_prefix + Δ_concept = log p(prefix_good) - log p(prefix_bad)``.
+
+**Proportions** (Prins et al. 2026, §3; the formulas of :mod:`xcomps_utils.perplexity`): tokens of
+the two sentences are aligned into *groups* — in the shared prefix and suffix, tokens covering the
+same characters; the two concept spans form one group — and each group has
+``ds_g = s_bad(g) - s_good(g)`` (surprisal difference, nats; positive: the group prefers the
+acceptable sentence) and ``dPPL_g = exp(s_bad(g)) - exp(s_good(g))``. Per category, the plain
+proportion ``Σ_cat |d| / Σ |d|`` and the normalized proportion ``Σ_cat d / Σ|d| - n_cat ·
+median(d / Σ|d|)``, in nats (``_s``) and in perplexity (``_ppl``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .perplexity import _PERIODS, normalized_proportion, plain_proportion
+from .scoring import TokenScores
+from .words import token_boundaries, token_spans, word_spans
+
+__all__ = ["CATEGORIES", "ConceptSpan", "concept_span", "continuation_logprob", "split_pair",
+           "Decomposition", "decompose_pairs", "proportion_summary", "prior_share",
+           "prior_explains_direct", "direct_needs_prior", "concept_carries_most",
+           "property_beyond_typical"]
+
+CATEGORIES = ("prefix", "concept", "property", "period")
+
+
+@dataclass(frozen=True)
+class ConceptSpan:
+    """The concept span of a pair, as the lengths of the text the two sentences share around it.
+
+    Attributes:
+        prefix: characters before the span, the same in both sentences (``good[:prefix] ==
+            bad[:prefix]``).
+        suffix: characters after it, the same in both (``good[-suffix:] == bad[-suffix:]``).
+        good_found, bad_found: whether the concept string was found in its sentence (``None``:
+            not given).
+    """
+
+    prefix: int
+    suffix: int
+    good_found: bool | None = None
+    bad_found: bool | None = None
+
+    def span(self, text: str) -> tuple[int, int]:
+        """``(start, end)`` of the concept span in one of the two sentences."""
+        return self.prefix, len(text) - self.suffix
+
+
+def _find(text: str, concept: str | None, lo: int, hi: int) -> tuple[int, int] | None:
+    """The occurrence of ``concept`` (case-insensitive) overlapping ``[lo, hi)``, else the nearest."""
+    if not concept or not str(concept).strip():
+        return None
+    hits = [m.span() for m in re.finditer(re.escape(str(concept).strip()), text, re.IGNORECASE)]
+    if not hits:
+        return None
+    return min(hits, key=lambda h: (0 if h[0] < max(hi, lo + 1) and h[1] > lo else 1,
+                                    min(abs(h[0] - lo), abs(h[1] - hi))))
+
+
+def _letter_runs(text: str) -> list[tuple[int, int]]:
+    """Words for the span: runs of characters that are neither whitespace nor punctuation
+    (Unicode category P*); each punctuation mark is a word of its own."""
+    spans, start = [], None
+    for i, ch in enumerate(text + " "):
+        sep = ch.isspace() or unicodedata.category(ch).startswith("P")
+        if sep and start is not None:
+            spans.append((start, i))
+            start = None
+        if not sep and start is None:
+            start = i
+        if sep and not ch.isspace() and i < len(text):
+            spans.append((i, i + 1))
+    return spans
+
+
+def _segmentation(text: str, words):
+    if words == "auto":
+        return _letter_runs if any(ch.isspace() for ch in text.strip()) else "characters"
+    return words
+
+
+def concept_span(good: str, bad: str, good_concept: str | None = None,
+                 bad_concept: str | None = None, *, words="auto",
+                 good_offsets=None, bad_offsets=None) -> ConceptSpan:
+    """The concept span of a minimal pair (module docstring, steps 1-3).
+
+    Args:
+        good, bad: the acceptable and unacceptable sentence.
+        good_concept, bad_concept: the concepts (``acceptable_concept``, ``unacceptable_concept``);
+            optional, a concept not found in its sentence is ignored (``*_found`` says so).
+        words: word segmentation for step 3: ``"auto"`` (runs of letters, digits and marks
+            between whitespace and punctuation, so ``"fly."`` is ``fly`` and ``.``; every character
+            in a text without whitespace), ``None`` (whitespace words,
+            :func:`xcomps_utils.words.word_spans`), ``"characters"``, a function ``text ->
+            words``, or ``False`` (no widening to words).
+        good_offsets, bad_offsets: ``[n, 2]`` token offsets of each sentence; given both, the span
+            ends on a token boundary both sentences share.
+
+    Returns:
+        :class:`ConceptSpan`.
+
+    Raises:
+        ValueError: the two sentences are identical (no span).
+    """
+    if good == bad:
+        raise ValueError(f"identical sentences {good!r}: a minimal pair needs a difference")
+    n = min(len(good), len(bad))
+    p = next((i for i in range(n) if good[i] != bad[i]), n)
+    q = next((i for i in range(n - p) if good[-1 - i] != bad[-1 - i]), n - p)
+    found = []
+    for text, concept in ((good, good_concept), (bad, bad_concept)):
+        hit = _find(text, concept, p, len(text) - q)
+        found.append(None if concept is None else hit is not None)
+        if hit is not None:
+            p, q = min(p, hit[0]), min(q, len(text) - hit[1])
+    texts = (good, bad)
+    bounds = []
+    if good_offsets is not None and bad_offsets is not None:
+        for text, off in zip(texts, (good_offsets, bad_offsets)):
+            bounds.append(token_boundaries(off, len(text)))
+    segs = [] if words is False else [
+        _letter_runs(t) if _segmentation(t, words) is _letter_runs
+        else word_spans(t, _segmentation(t, words)) for t in texts]
+    while True:
+        p0, q0 = p, q
+        for text, spans in zip(texts, segs):  # whole words
+            end = len(text) - q
+            for a, b in spans:
+                if a < p < b:
+                    p = a
+                if a < end < b:
+                    q = min(q, len(text) - b)
+        for text, bd in zip(texts, bounds):  # a token boundary in both
+            p = min(p, max(x for x in bd if x <= p))
+            q = min(q, len(text) - min(x for x in bd if x >= len(text) - q))
+        if (p, q) == (p0, q0):
+            break
+    return ConceptSpan(p, q, *found)
+
+
+def continuation_logprob(scores: TokenScores, start: int) -> float:
+    """``log p(text[start:] | text[:start])``: the sum of the log-probabilities (nats) of the
+    tokens from character ``start`` on (token spans as in :func:`xcomps_utils.words.token_spans`).
+
+    Raises:
+        ValueError: ``start`` is not a token boundary of ``scores`` (a token straddles it).
+    """
+    spans = token_spans(scores.offsets, len(scores.text))
+    bounds = token_boundaries(scores.offsets, len(scores.text))
+    if start not in bounds:
+        raise ValueError(f"character {start} of {scores.text!r} is inside a token; "
+                         f"boundaries are {bounds}")
+    keep = np.array([s >= start for s, _ in spans])
+    return float(scores.logprobs[keep].sum())
+
+
+def _category(text: str) -> str:
+    return "period" if any(c in _PERIODS for c in text) and not any(c.isalnum() for c in text) \
+        else "property"
+
+
+def _merge(intervals: list[tuple[int, int, str, int]]) -> list[list[tuple[str, int]]]:
+    """Connected components of intervals sharing a character: ``[(side, token index), ...]``."""
+    groups, end = [], -1
+    for s, e, side, i in sorted(intervals):
+        if groups and s < end:
+            groups[-1].append((side, i))
+            end = max(end, e)
+        else:
+            groups.append([(side, i)])
+            end = e
+    return groups
+
+
+def split_pair(good: TokenScores, bad: TokenScores, good_concept: str | None = None,
+               bad_concept: str | None = None, *, words="auto"
+               ) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
+    """Split one pair's ``Δ = log p(good) - log p(bad)`` into prefix, concept, property, period.
+
+    Args:
+        good, bad: the two sentences' scores (same model and BOS policy).
+        good_concept, bad_concept, words: see :func:`concept_span`.
+
+    Returns:
+        ``(summary, groups, tokens)``:
+
+        * ``summary``: ``logprob_good``, ``logprob_bad``, ``delta``; ``delta_<cat>`` (nats, they
+          sum to ``delta``); ``n_<cat>_good``, ``n_<cat>_bad`` (tokens); ``cond_good``,
+          ``cond_bad`` (log p of the continuation given the concept prefix), ``cond_delta``,
+          ``prior_delta``; ``plain_<cat>_s``, ``norm_<cat>_s`` (on surprisal differences) and
+          ``plain_<cat>_ppl``, ``norm_<cat>_ppl`` (on perplexity differences), NaN when every
+          group difference is 0; ``n_groups``; ``concept_good``, ``concept_bad`` (span texts),
+          ``continuation``; ``same_continuation`` (the tokens after the span have the same ids in
+          both sentences); ``good_found``, ``bad_found``.
+        * ``groups``: one row per aligned group: ``group``, ``category``, ``text`` (``good|bad``
+          for the concept group), ``s_good``, ``s_bad`` (summed surprisal, nats), ``n_good``,
+          ``n_bad``, ``delta_s`` (``s_bad - s_good``), ``delta_ppl``.
+        * ``tokens``: one row per token of both sentences: ``side`` (good/bad), ``position``,
+          ``token``, ``start``, ``end``, ``surprisal``, ``category``, ``group``.
+
+    Raises:
+        ValueError: identical sentences, or scores without tokens.
+    """
+    sides = {"good": good, "bad": bad}
+    span = concept_span(good.text, bad.text, good_concept, bad_concept, words=words,
+                        good_offsets=good.offsets, bad_offsets=bad.offsets)
+    p, q = span.prefix, span.suffix
+    tok_spans = {k: token_spans(s.offsets, len(s.text)) for k, s in sides.items()}
+    cats, pre, post = {}, [], []
+    for side, s in sides.items():
+        end = len(s.text) - q
+        c = []
+        for i, (a, b) in enumerate(tok_spans[side]):
+            if b <= p:
+                c.append("prefix")
+                pre.append((a, b, side, i))
+            elif a >= end:
+                c.append(_category(s.text[a:b]))
+                post.append((a - end, b - end, side, i))
+            else:
+                c.append("concept")
+        cats[side] = np.array(c)
+    members = _merge(pre)
+    concept = [(side, i) for side in sides for i in np.flatnonzero(cats[side] == "concept")]
+    if concept:
+        members.append(concept)
+    members += _merge(post)
+    group_of = {m: g for g, ms in enumerate(members) for m in ms}
+    rows = []
+    for g, ms in enumerate(members):
+        sg = [i for side, i in ms if side == "good"]
+        sb = [i for side, i in ms if side == "bad"]
+        cat = cats["good"][sg[0]] if sg else cats["bad"][sb[0]]
+        if cat == "concept":
+            text = f"{good.text[slice(*span.span(good.text))]}|{bad.text[slice(*span.span(bad.text))]}"
+        else:
+            side, idx = ("good", sg) if sg else ("bad", sb)
+            sp = tok_spans[side]
+            text = sides[side].text[sp[min(idx)][0]:sp[max(idx)][1]]
+        s_good, s_bad = float(-good.logprobs[sg].sum()), float(-bad.logprobs[sb].sum())
+        rows.append({"group": g, "category": cat, "text": text, "s_good": s_good, "s_bad": s_bad,
+                     "n_good": len(sg), "n_bad": len(sb), "delta_s": s_bad - s_good,
+                     "delta_ppl": math.exp(min(s_bad, 700)) - math.exp(min(s_good, 700))})
+    groups = pd.DataFrame(rows)
+    out = {"logprob_good": good.total, "logprob_bad": bad.total,
+           "delta": good.total - bad.total}
+    for cat in CATEGORIES:
+        lg = float(good.logprobs[cats["good"] == cat].sum())
+        lb = float(bad.logprobs[cats["bad"] == cat].sum())
+        out[f"delta_{cat}"] = lg - lb
+        out[f"n_{cat}_good"] = int((cats["good"] == cat).sum())
+        out[f"n_{cat}_bad"] = int((cats["bad"] == cat).sum())
+    after = {k: np.isin(cats[k], ("property", "period")) for k in sides}
+    out["cond_good"] = float(good.logprobs[after["good"]].sum())
+    out["cond_bad"] = float(bad.logprobs[after["bad"]].sum())
+    out["cond_delta"] = out["cond_good"] - out["cond_bad"]
+    out["prior_delta"] = out["delta_prefix"] + out["delta_concept"]
+    for name, col in (("s", "delta_s"), ("ppl", "delta_ppl")):
+        d = groups[col].to_numpy()
+        for cat in CATEGORIES:
+            m = (groups["category"] == cat).to_numpy()
+            try:
+                out[f"plain_{cat}_{name}"] = plain_proportion(d, m)
+                out[f"norm_{cat}_{name}"] = normalized_proportion(d, m)
+            except ValueError:
+                out[f"plain_{cat}_{name}"] = out[f"norm_{cat}_{name}"] = math.nan
+    out["n_groups"] = len(groups)
+    out["concept_good"] = good.text[slice(*span.span(good.text))]
+    out["concept_bad"] = bad.text[slice(*span.span(bad.text))]
+    out["continuation"] = good.text[len(good.text) - q:] if q else ""
+    out["same_continuation"] = bool(np.array_equal(good.token_ids[after["good"]],
+                                                   bad.token_ids[after["bad"]]))
+    out["good_found"], out["bad_found"] = span.good_found, span.bad_found
+    tokens = []
+    for side, s in sides.items():
+        tokens.append(pd.DataFrame({
+            "side": side, "position": np.arange(len(s.logprobs)), "token": list(s.tokens),
+            "start": [a for a, _ in s.offsets], "end": [b for _, b in s.offsets],
+            "surprisal": -s.logprobs, "category": cats[side],
+            "group": [group_of[(side, i)] for i in range(len(s.logprobs))]}))
+    return out, groups, pd.concat(tokens, ignore_index=True)
+
+
+@dataclass
+class Decomposition:
+    """What :func:`decompose_pairs` returns.
+
+    Attributes:
+        pairs: one row per pair: the pairs' columns, the summary of :func:`split_pair`, and
+            ``direct_correct`` (``delta > 0``), ``direct_tie``, ``cond_correct``
+            (``cond_delta > 0``), ``cond_tie``, ``morphology``, ``resource_level``.
+        groups: aligned groups of every pair (``lang``, ``pair_id`` + :func:`split_pair` groups).
+        tokens: tokens of every pair (``lang``, ``pair_id`` + :func:`split_pair` tokens, with
+            the group's ``delta_s``).
+    """
+
+    pairs: pd.DataFrame
+    groups: pd.DataFrame
+    tokens: pd.DataFrame
+
+
+def decompose_pairs(pairs: pd.DataFrame, tokens: pd.DataFrame, *, bos_policy: str = "bos",
+                    words="auto", progress: bool = False) -> Decomposition:
+    """:func:`split_pair` for every XCOMPS pair, from a Direct run's token table.
+
+    Args:
+        pairs: XCOMPS pairs (:func:`xcomps_utils.xcomps.load_languages`): ``lang``,
+            ``pair_id``, ``good``, ``bad``; ``acceptable_concept``/``unacceptable_concept`` used
+            when present.
+        tokens: the ``direct_tokens`` detail of a Direct run over these pairs
+            (``Results.detail("direct_tokens")``: ``text``, ``position``, ``token_id``,
+            ``token``, ``start``, ``end``, ``logprob``).
+        bos_policy: the run's first-token convention (recorded in the scores only).
+        words: see :func:`concept_span`.
+
+    Returns:
+        :class:`Decomposition`.
+
+    Raises:
+        KeyError: a sentence of ``pairs`` has no scored tokens (names it: tokens of another run?).
+        ValueError: ``pairs`` lacks a column.
+    """
+    from tqdm.auto import tqdm
+
+    from .xcomps import languages
+
+    need = [c for c in ("lang", "pair_id", "good", "bad") if c not in pairs]
+    if need:
+        raise ValueError(f"pairs lack column(s) {need}")
+    by_text = {t: g for t, g in tokens.drop_duplicates(["text", "position"]).groupby("text")}
+    missing = [t for t in pd.unique(pd.concat([pairs["good"], pairs["bad"]])) if t not in by_text]
+    if missing:
+        raise KeyError(f"{len(missing)} sentences have no scored tokens, e.g. {missing[0]!r}: "
+                       f"is the token table from a Direct run over these pairs?")
+    cache = {}
+
+    def scores(text):
+        if text not in cache:
+            cache[text] = TokenScores.from_table(by_text[text], text, bos_policy)
+        return cache[text]
+
+    rows, groups, toks = [], [], []
+    has_concepts = "acceptable_concept" in pairs and "unacceptable_concept" in pairs
+    for r in tqdm(pairs.itertuples(index=False), total=len(pairs), disable=not progress,
+                  desc="decomposing", unit="pair"):
+        if r.good == r.bad:
+            continue
+        summary, g, t = split_pair(scores(r.good), scores(r.bad),
+                                   r.acceptable_concept if has_concepts else None,
+                                   r.unacceptable_concept if has_concepts else None, words=words)
+        key = {"lang": r.lang, "pair_id": str(r.pair_id)}
+        rows.append({**key, **summary})
+        groups.append(g.assign(**key))
+        t = t.merge(g[["group", "delta_s"]], on="group", how="left")
+        toks.append(t.assign(**key))
+    table = pd.DataFrame(rows)
+    base = pairs.assign(pair_id=pairs["pair_id"].astype(str))
+    out = base.merge(table, on=["lang", "pair_id"], how="inner")
+    out["direct_correct"] = (out["delta"] > 0).astype(float)
+    out["direct_tie"] = (out["delta"] == 0).astype(float)
+    out["cond_correct"] = (out["cond_delta"] > 0).astype(float)
+    out["cond_tie"] = (out["cond_delta"] == 0).astype(float)
+    lang_table = languages().set_index("iso")
+    out["morphology"] = out["lang"].map(lang_table["morphological_type"])
+    out["resource_level"] = out["lang"].map(lang_table["resource_level"])
+    front = ["lang", "pair_id"]
+    return Decomposition(out, pd.concat(groups, ignore_index=True)[front + list(g.columns)],
+                         pd.concat(toks, ignore_index=True)[front + list(t.columns)])
+
+
+def proportion_summary(decomposed: pd.DataFrame, by: str | list[str] = "lang",
+                       unit: str = "s") -> pd.DataFrame:
+    """Mean plain and normalized proportion per category (``unit`` ``"s"``: on surprisal
+    differences, nats; ``"ppl"``: on perplexity differences), and the mean additive parts
+    ``delta_<cat>`` (nats), per group of pairs.
+
+    Returns:
+        one row per group: ``pairs``, ``delta``, ``delta_<cat>``, ``plain_<cat>``, ``norm_<cat>``.
+    """
+    cols = (["delta"] + [f"delta_{c}" for c in CATEGORIES]
+            + [f"plain_{c}_{unit}" for c in CATEGORIES] + [f"norm_{c}_{unit}" for c in CATEGORIES])
+    g = decomposed.groupby(by, sort=False)
+    out = g[cols].mean()
+    out.columns = [c.replace(f"_{unit}", "") if c.startswith(("plain_", "norm_")) else c
+                   for c in out.columns]
+    out.insert(0, "pairs", g.size())
+    return out
+
+
+# --- the concept prior: shares and claims -----------------------------------------------------
+
+def _decided(d: pd.DataFrame, cols=("direct_tie", "cond_tie")) -> pd.DataFrame:
+    keep = np.ones(len(d), dtype=bool)
+    for c in cols:
+        if c in d:
+            keep &= ~d[c].fillna(0).astype(bool).to_numpy()
+    return d[keep]
+
+
+def _prior_rows(d: pd.DataFrame) -> pd.DataFrame:
+    """Decided pairs with ``direct_right`` (the level) and ``prior_only`` (1: conditional Direct
+    does not prefer the acceptable sentence) for :func:`xcomps_utils.claims.bootstrap_means`."""
+    d = _decided(d, ("direct_tie",))
+    return d.assign(direct_right=(d["direct_correct"] == 1).astype(int),
+                    prior_only=(d["cond_correct"] != 1).astype(float))
+
+
+def _level(value):
+    """``combine`` for bootstrap_means: the mean of the level ``value`` (NaN if absent)."""
+    def combine(means, levels):
+        return means[:, levels.index(value)] if value in levels else np.full(len(means), np.nan)
+    return combine
+
+
+def prior_share(decomposed: pd.DataFrame, by: str | list[str] | None = "lang",
+                item: str = "property", n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """The share of Direct decisions the concept prior alone explains, with intervals.
+
+    Definition: among the pairs full-sentence Direct gets right (``delta > 0``; ties left out),
+    the fraction whose continuation after the concept does *not* prefer the acceptable sentence
+    (``cond_delta <= 0``): Direct is right only because the acceptable concept (its prefix) is
+    more probable, ``prior_delta > -cond_delta``. Also, per group: ``direct_acc``, ``cond_acc``
+    (ties left out of each), ``both``, ``only_direct``, ``only_cond``, ``neither`` (counts of
+    pairs), and the share's 95% percentile interval resampling whole items (``item``: a
+    concept-property item in every language at once, :func:`xcomps_utils.claims.bootstrap_means`).
+
+    Returns:
+        one row per group (``by=None``: one row, ``all``): ``pairs``, ``direct_correct``
+        (count), ``prior_share``, ``ci_low``, ``ci_high``, ``items``, ``direct_acc``,
+        ``cond_acc``, ``both``, ``only_direct``, ``only_cond``, ``neither``.
+    """
+    from .claims import bootstrap_means
+
+    groups = [("all", decomposed)] if by is None else decomposed.groupby(by, sort=False)
+    names = ["group"] if by is None else ([by] if isinstance(by, str) else list(by))
+    rows = []
+    for key, d in groups:
+        est, lo, hi, n = bootstrap_means(_prior_rows(d), "prior_only", item, "direct_right",
+                                         _level(1), n_boot=n_boot, seed=seed)
+        dc, cc = d["direct_correct"] == 1, d["cond_correct"] == 1
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append({**dict(zip(names, key)), "pairs": len(d), "direct_correct": int(dc.sum()),
+                     "prior_share": est, "ci_low": lo, "ci_high": hi, "items": n,
+                     "direct_acc": float(_decided(d, ("direct_tie",))["direct_correct"].mean()),
+                     "cond_acc": float(_decided(d, ("cond_tie",))["cond_correct"].mean()),
+                     "both": int((dc & cc).sum()), "only_direct": int((dc & ~cc).sum()),
+                     "only_cond": int((~dc & cc).sum()), "neither": int((~dc & ~cc).sum())})
+    return pd.DataFrame(rows)
+
+
+_SOURCE = "this book (issue 14): XCOMPS (He et al., 2025) x token-level perplexity (Prins et al., 2026)"
+
+
+def direct_needs_prior(decomposed: pd.DataFrame, scope: str = "all languages",
+                       item: str = "property", **kw):
+    """*Full-sentence Direct is more accurate than Direct on the property alone* (the concept
+    prior helps Direct): accuracy of Direct minus accuracy of conditional Direct (fraction of
+    pairs, ties left out of each), items resampled. Supported means part of Direct's accuracy
+    is owed to the concept's prior, not to knowledge of the property (COMPS, Misra et al. 2023,
+    removes the prior the same way).
+
+    Returns:
+        :class:`xcomps_utils.claims.ClaimTest`.
+    """
+    from .claims import evaluate_claim
+
+    long = pd.concat([
+        _decided(decomposed, ("direct_tie",)).assign(judge="a_direct",
+                                                     right=lambda x: x["direct_correct"]),
+        _decided(decomposed, ("cond_tie",)).assign(judge="b_cond",
+                                                   right=lambda x: x["cond_correct"])])
+
+    def combine(means, levels):
+        return means[:, levels.index("a_direct")] - means[:, levels.index("b_cond")]
+    return evaluate_claim("direct_needs_prior", "full-sentence Direct is more accurate than "
+                          "Direct on the property tokens alone", "Direct minus conditional "
+                          "Direct accuracy", long, ("right", "judge", combine), item, +1, 0.0,
+                          "item", _SOURCE, scope=scope, **kw)
+
+
+def prior_explains_direct(decomposed: pd.DataFrame, threshold: float = 0.1,
+                          scope: str = "all languages", item: str = "property", **kw):
+    """*The concept prior alone explains more than* ``threshold`` *of Direct's correct
+    decisions*: :func:`prior_share` against ``threshold`` (direction +1), items resampled.
+
+    Returns:
+        :class:`xcomps_utils.claims.ClaimTest`.
+    """
+    from .claims import evaluate_claim
+
+    return evaluate_claim("prior_explains_direct", f"the concept prior alone explains more than "
+                          f"{threshold:.0%} of Direct's correct decisions", "share of Direct-"
+                          "correct pairs whose property tokens do not prefer the acceptable "
+                          "sentence", _prior_rows(decomposed),
+                          ("prior_only", "direct_right", _level(1)), item, +1, threshold, "item",
+                          _SOURCE, scope=scope, **kw)
+
+
+def concept_carries_most(decomposed: pd.DataFrame, unit: str = "s",
+                         scope: str = "all languages", item: str = "property", **kw):
+    """*The concept tokens carry most of the log-probability difference* (the analogue of Prins
+    et al.'s pivotal tokens, here the differing span): mean plain proportion of the concept
+    group above 0.5, items resampled.
+
+    Returns:
+        :class:`xcomps_utils.claims.ClaimTest`.
+    """
+    from .claims import evaluate_claim
+
+    col = f"plain_concept_{unit}"
+    return evaluate_claim("concept_carries_most", "the concept tokens carry most of the "
+                          "difference", f"mean plain proportion on concept tokens "
+                          f"({'surprisal' if unit == 's' else 'perplexity'} differences)",
+                          decomposed.dropna(subset=[col]), (col, None, _level(None)), item,
+                          +1, 0.5, "item", _SOURCE, scope=scope, **kw)
+
+
+def property_beyond_typical(decomposed: pd.DataFrame, unit: str = "s",
+                            scope: str = "all languages", item: str = "property", **kw):
+    """*The property tokens move the difference in the right direction more than a typical
+    token* (Prins et al.'s normalized proportion, on the tokens that carry the knowledge): mean
+    normalized proportion of the property category above 0, items resampled.
+
+    Returns:
+        :class:`xcomps_utils.claims.ClaimTest`.
+    """
+    from .claims import evaluate_claim
+
+    col = f"norm_property_{unit}"
+    return evaluate_claim("property_beyond_typical", "the property tokens prefer the acceptable "
+                          "sentence more than a typical token", "mean normalized proportion on "
+                          "property tokens", decomposed.dropna(subset=[col]),
+                          (col, None, _level(None)), item, +1, 0.0, "item", _SOURCE,
+                          scope=scope, **kw)

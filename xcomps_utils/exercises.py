@@ -1,0 +1,117 @@
+"""Helpers for the book's exercises: what a solution needs beyond a few lines of arithmetic.
+
+Each helper re-uses what a chapter already computed (a :class:`~xcomps_utils.methods.Results`
+read from the results store), so a solution runs in seconds when the book is built.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+__all__ = ["reprobe", "policy_flips"]
+
+
+def reprobe(results, pairs: pd.DataFrame, folds: str = "leak_free", lang: str | None = None,
+            n_splits: int = 5, seed: int = 0) -> pd.DataFrame:
+    """Neuro's per-layer probe again, on the hidden states a Neuro run stored, with other folds.
+
+    The chapter's probe (:func:`xcomps_utils.probing.probe_pairs`) builds its cross-validation
+    folds so that no concept and no concept-property item sits on both sides of a fold
+    (``folds="leak_free"``, :func:`xcomps_utils.probing.make_folds`). ``folds="sentences"``
+    splits the sentences with a plain stratified K-fold instead, as a naive probing study would:
+    sentences of one item, and sentences naming one concept, then land in training and test
+    alike, so the probe is tested on concepts it was trained on (the leak that He et al.'s
+    Neuro method, XCOMPS 2025, must avoid; Hewitt & Liang 2019 on probes that memorise).
+
+    Args:
+        results: the :class:`~xcomps_utils.methods.Results` of a run with ``"neuro"``.
+        pairs: the XCOMPS pairs of that run (``good``, ``bad``, ``lang``, ``property``,
+            ``acceptable_concept``, ``unacceptable_concept``).
+        folds: ``"leak_free"`` (the chapter's folds) or ``"sentences"`` (leaking folds).
+        lang: keep one language's pairs (``None``: all pairs of ``pairs``).
+        n_splits, seed: cross-validation folds and their seed.
+
+    Returns:
+        one row per layer (``L + 1`` rows): ``layer``, ``f1``, ``balanced_accuracy``, ``mcc``,
+        ``convergence_warnings`` (:func:`xcomps_utils.probing.probe_layers`), and in ``attrs``:
+        ``grouping``, ``leaked_concepts`` and ``leaked_items`` (distinct concepts, and
+        concept-property items, found in both the training and the test sentences of some
+        fold).
+
+    Raises:
+        KeyError: ``results`` holds no Neuro run, or a sentence of ``pairs`` has no stored state
+            (pairs of another run).
+        ValueError: unknown ``folds``; no pair of ``lang``.
+        ProbeError: too few sentences of a class for ``n_splits`` folds.
+    """
+    import numpy as np
+    from sklearn.model_selection import StratifiedKFold
+
+    from .methods import _ShardedStates
+    from .probing import make_folds, probe_layers, probe_sentences
+
+    if "neuro" not in results.runs:
+        raise KeyError(f"these results hold no Neuro run (runs: {list(results.runs)})")
+    if folds not in ("leak_free", "sentences"):
+        raise ValueError(f"folds must be 'leak_free' or 'sentences', got {folds!r}")
+    if lang is not None:
+        pairs = pairs[pairs["lang"] == lang]
+        if pairs.empty:
+            raise ValueError(f"no pair of language {lang!r}")
+    states = _ShardedStates(results.store, results.runs["neuro"])
+    sents = probe_sentences(pairs, "property" if "property" in pairs else "item")
+    missing = [t for t in sents["text"] if t not in states.index]
+    if missing:
+        raise KeyError(f"{len(missing)} sentences have no stored state, e.g. {missing[0]!r}: "
+                       f"pairs of another run?")
+    y = sents["label"].to_numpy()
+    concepts = sents["concept"].to_numpy(dtype=object)
+    items = sents["item"].to_numpy(dtype=object)
+    if folds == "leak_free":
+        split, info = make_folds(y, items, concepts, n_splits, seed)
+        grouping = info["grouping"]
+    else:
+        cv = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+        split, grouping = list(cv.split(np.zeros(len(y)), y)), "none (sentences)"
+    leaked = {"leaked_concepts": set(), "leaked_items": set()}
+    for tr, te in split:
+        leaked["leaked_concepts"] |= set(concepts[tr]) & set(concepts[te])
+        leaked["leaked_items"] |= set(items[tr]) & set(items[te])
+    X = np.asarray(states[[states.index[t] for t in sents["text"]]])
+    out = probe_layers(X, y, split)
+    out.attrs.update(grouping=grouping, **{k: len(v) for k, v in leaked.items()})
+    return out
+
+
+def policy_flips(wide: pd.DataFrame) -> pd.DataFrame:
+    """Pairs whose Direct decision changes with the first-token convention.
+
+    Args:
+        wide: Direct results of the same pairs under several BOS policies, one row per pair and
+            policy: ``task``, ``pair_id``, ``policy``, ``delta`` (log p(good) - log p(bad), nats)
+            and ``correct`` (as :meth:`~xcomps_utils.methods.Results.wide` gives, with a
+            ``policy`` column added).
+
+    Returns:
+        one row per pair whose ``correct`` differs between two policies: ``task``, ``pair_id``,
+        and ``delta_<policy>`` / ``correct_<policy>`` for every policy, sorted by the largest
+        spread of ``delta`` first.
+
+    Raises:
+        ValueError: a required column is missing, or fewer than two policies.
+    """
+    need = {"task", "pair_id", "policy", "delta", "correct"}
+    if need - set(wide):
+        raise ValueError(f"wide results lack column(s) {sorted(need - set(wide))}")
+    if wide["policy"].nunique() < 2:
+        raise ValueError(f"need results under at least two policies, got "
+                         f"{sorted(wide['policy'].unique())}")
+    table = wide.pivot_table(index=["task", "pair_id"], columns="policy",
+                             values=["delta", "correct"], aggfunc="first")
+    table.columns = [f"{m}_{p}" for m, p in table.columns]
+    correct = table[[c for c in table if c.startswith("correct_")]].astype(bool)
+    deltas = table[[c for c in table if c.startswith("delta_")]]
+    flips = table[correct.nunique(axis=1) > 1].copy()
+    spread = (deltas.max(axis=1) - deltas.min(axis=1)).reindex(flips.index)
+    flips = flips.loc[spread.sort_values(ascending=False).index]
+    return flips.reset_index()[["task", "pair_id"] + sorted(deltas) + sorted(correct)]
