@@ -31,6 +31,7 @@ def test_direct_schema_and_values(lm, blimp, tmp_path):
     back = scoring.TokenScores.from_table(tokens, blimp.good[0])
     np.testing.assert_allclose(back.logprobs, good[0].logprobs, rtol=0, atol=1e-5)
     assert res.computed == {"direct": 2}
+    assert res.compute_seconds()["direct"] > 0  # recorded per shard, summed
 
 
 def test_complete_run_is_read_without_loading_a_model(lm, blimp, tmp_path, monkeypatch):
@@ -73,6 +74,7 @@ def test_finished_shards_are_never_overwritten(tmp_path):
     run = st.open_run({"method": "direct", "model": "m"}, pairs, 1, {})
     rows = pd.DataFrame([{c: "" for c in S.MEASURE_COLUMNS}]).assign(layer=-1, value=1.0)
     run.write_shard(0, rows)
+    assert run.compute_seconds() is None  # a shard written without its compute time
     with pytest.raises(S.StoreError, match="already done"):
         run.write_shard(0, rows)
     assert st.open_run({"method": "direct", "model": "m"}, pairs, 7, {}).record["shard_size"] == 1

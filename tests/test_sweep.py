@@ -175,6 +175,7 @@ def test_ray_sweep_equals_the_single_process_run(ray_local, reference, tmp_path)
     assert set(runs.status) == {"complete"} and set(runs.shards) == {"4/4"}
     _assert_same(st.measures(list(runs.run)), reference.measures)
     assert st.run(reference.runs["meta"]).record["provenance"]["sweep"] == str(path)
+    assert all(st.run(r).compute_seconds() > 0 for r in runs.run)  # the replicas timed shards
     listed = CliRunner().invoke(cli.main, ["ls", "--store", str(tmp_path / "store")])
     assert listed.exit_code == 0 and reference.runs["direct"] in listed.output
     assert "complete" in listed.output and "float32" in listed.output

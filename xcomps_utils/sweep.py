@@ -447,7 +447,8 @@ def _shard_lock(run, shard):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def commit_shard(run, shard, measures=None, details=None, _fault=None) -> bool:
+def commit_shard(run, shard, measures=None, details=None, _fault=None,
+                 seconds: float | None = None) -> bool:
     """Write a computed shard unless another attempt already has: exactly one attempt wins.
 
     Two attempts of a shard (a retried task whose first attempt is still alive, two sweeps on
@@ -459,7 +460,7 @@ def commit_shard(run, shard, measures=None, details=None, _fault=None) -> bool:
 
     Args:
         run: a :class:`xcomps_utils.store.Run`; shard: shard number or name (``"probes"``).
-        measures, details: as for :meth:`~xcomps_utils.store.Run.write_shard`.
+        measures, details, seconds: as for :meth:`~xcomps_utils.store.Run.write_shard`.
 
     Returns:
         ``True`` if this call wrote the shard, ``False`` if it was already done (a no-op).
@@ -469,7 +470,7 @@ def commit_shard(run, shard, measures=None, details=None, _fault=None) -> bool:
             return False
         if _fault is not None and _fault.hit("files", run.record["key"]["method"], shard):
             _fault.files_then_fire(run, shard, measures, details)
-        run.write_shard(shard, measures, details)
+        run.write_shard(shard, measures, details, seconds=seconds)
         return True
 
 
@@ -583,10 +584,13 @@ class Replica:
         size = run.record["shard_size"]
         used = self._used(spec, rid, pairs)
         shard = used.iloc[i * size:(i + 1) * size].reset_index(drop=True)
+        start = time.perf_counter()
         measures, details = M._SHARD[spec.method](lm, shard, spec.p)
+        seconds = time.perf_counter() - start
         if self.fault is not None and self.fault.hit("compute", spec.method, i):
             self.fault.fire()
-        return "written" if commit_shard(run, i, measures, details, self.fault) else "lost"
+        return ("written" if commit_shard(run, i, measures, details, self.fault, seconds)
+                else "lost")
 
     def pid(self) -> int:
         return os.getpid()
@@ -614,7 +618,9 @@ def finish_run(spec: RunSpec, rid: str, pairs, fault: _Fault | None = None) -> s
             import ray
 
             pairs = ray.get(pairs[0])
-        commit_shard(run, "probes", M._probes(run.store, rid, pairs, spec.p))
+        start = time.perf_counter()
+        probes = M._probes(run.store, rid, pairs, spec.p)
+        commit_shard(run, "probes", probes, seconds=time.perf_counter() - start)
     if not run.complete:
         run.finish()
     return rid
