@@ -444,6 +444,14 @@ def above_chance(items: pd.DataFrame, task: str, accuracy: str = "accuracy",
                           PPL_SOURCE, scope=task, **kw)
 
 
+def _mean_claim(claim, hypothesis, metrics, task, value, item, direction, null, kw):
+    """A claim about the mean of one column over a task's prompt pairs, items resampled."""
+    d = metrics[metrics["task"] == task].dropna(subset=[value])
+    return evaluate_claim(claim, hypothesis, f"mean {value}", d,
+                          (value, None, lambda m, _: m[:, 0]), item, direction, null, "item",
+                          PPL_SOURCE, scope=task, **kw)
+
+
 def pivotal_never_whole(metrics: pd.DataFrame, task: str, value: str = "plain_pivotal_ppl",
                         item: str = "pair_id", **kw) -> ClaimTest:
     """*Pivotal tokens never fully explain the perplexity shift* (Prins et al. 2026, abstract
@@ -453,11 +461,8 @@ def pivotal_never_whole(metrics: pd.DataFrame, task: str, value: str = "plain_pi
         metrics: one row per prompt pair (item x wording x order) with ``task``, the item column
             and ``value`` (the token-level perplexity measures, widened).
     """
-    d = metrics[metrics["task"] == task].dropna(subset=[value])
-    return evaluate_claim("pivotal_never_whole", "pivotal tokens do not carry the whole "
-                          "perplexity difference", f"mean {value}", d,
-                          (value, None, lambda m, _: m[:, 0]), item, -1, 1.0, "item", PPL_SOURCE,
-                          scope=task, **kw)
+    return _mean_claim("pivotal_never_whole", "pivotal tokens do not carry the whole "
+                       "perplexity difference", metrics, task, value, item, -1, 1.0, kw)
 
 
 def pivotal_carries_most(metrics: pd.DataFrame, task: str = "nonsense",
@@ -466,11 +471,8 @@ def pivotal_carries_most(metrics: pd.DataFrame, task: str = "nonsense",
     """*In the nonsense control, most of the perplexity difference is caused by the single
     differing real word* (Prins et al. 2026, §4): the mean plain pivotal proportion is above 0.5.
     """
-    d = metrics[metrics["task"] == task].dropna(subset=[value])
-    return evaluate_claim("pivotal_carries_most", "the pivotal token carries most of the "
-                          "perplexity difference", f"mean {value}", d,
-                          (value, None, lambda m, _: m[:, 0]), item, +1, 0.5, "item", PPL_SOURCE,
-                          scope=task, **kw)
+    return _mean_claim("pivotal_carries_most", "the pivotal token carries most of the "
+                       "perplexity difference", metrics, task, value, item, +1, 0.5, kw)
 
 
 def pivotal_beyond_typical(metrics: pd.DataFrame, task: str, value: str = "norm_pivotal_ppl",
@@ -478,11 +480,9 @@ def pivotal_beyond_typical(metrics: pd.DataFrame, task: str, value: str = "norm_
     """*Pivotal tokens' influence is greater than that of other tokens* (Prins et al. 2026,
     §1): the mean normalized proportion of pivotal tokens is above 0 (a typical token's
     share)."""
-    d = metrics[metrics["task"] == task].dropna(subset=[value])
-    return evaluate_claim("pivotal_beyond_typical", "pivotal tokens carry more of the "
-                          "perplexity difference than a typical token", f"mean {value}", d,
-                          (value, None, lambda m, _: m[:, 0]), item, +1, 0.0, "item", PPL_SOURCE,
-                          scope=task, **kw)
+    return _mean_claim("pivotal_beyond_typical", "pivotal tokens carry more of the "
+                       "perplexity difference than a typical token", metrics, task, value, item,
+                       +1, 0.0, kw)
 
 
 def order_effect(prompts: pd.DataFrame, task: str, correct: str = "correct",

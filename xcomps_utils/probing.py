@@ -82,24 +82,17 @@ def leak_free_groups(items, concepts) -> np.ndarray:
     Returns:
         ``N`` integer group ids (0 .. n_groups - 1).
     """
-    items, concepts = np.asarray(items, dtype=object), np.asarray(concepts, dtype=object)
-    parent = list(range(len(items)))
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
 
-    def find(i):
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for keys in (items, concepts):
-        first = {}
-        for i, k in enumerate(keys):
-            j = first.setdefault(k, i)
-            ri, rj = find(i), find(j)
-            if ri != rj:
-                parent[ri] = rj
-    roots = [find(i) for i in range(len(items))]
-    return pd.factorize(np.asarray(roots))[0]
+    n = len(items)
+    rows, cols = [], []
+    for keys in (items, concepts):  # link every sentence to the first one sharing its key
+        first = pd.factorize(np.asarray(keys, dtype=object))[0]
+        rows.append(np.arange(n))
+        cols.append(pd.Series(np.arange(n)).groupby(first).transform("min").to_numpy())
+    graph = coo_matrix((np.ones(2 * n), (np.concatenate(rows), np.concatenate(cols))), (n, n))
+    return pd.factorize(connected_components(graph, directed=False)[1])[0]
 
 
 def control_labels(concepts, labels, seed: int = 0) -> np.ndarray:
