@@ -32,16 +32,18 @@ import shutil
 import socket
 import threading
 import urllib.request
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import torch
+from filelock import FileLock
 
 from .paths import cache_dir
 
 __all__ = ["LanguageModel", "EMBEDDED_MODELS", "ModelNotFoundError", "load_model",
-           "model_identity", "resolve_device_dtype"]
+           "check_model", "model_identity", "resolve_device_dtype"]
 
 HUB_TIMEOUT_S = 3.0  # bound on the hub reachability check (TCP connect to the endpoint)
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf")
@@ -115,16 +117,42 @@ def _identity(name: str, revision: str | None, device: torch.device, dtype: torc
             "dtype": str(dtype).removeprefix("torch.")}
 
 
+_DEVICE_TYPES = ("cpu", "cuda", "mps")
+
+
 def resolve_device_dtype(device: str | torch.device | None = "auto",
-                         dtype: str | torch.dtype | None = "auto") -> tuple[torch.device, torch.dtype]:
+                         dtype: str | torch.dtype | None = "auto", check: bool = False
+                         ) -> tuple[torch.device, torch.dtype]:
     """Default: CUDA if available with bfloat16, else CPU with float32.
 
+    Args:
+        check: also require the device to be there (a CUDA device on a CPU-only torch, or an
+            index past the GPUs, fails), as before loading a model on it.
+
     Raises:
-        ValueError: an unknown dtype name.
+        ValueError: an unknown device or dtype name; with ``check``, a device this machine
+            lacks (says which torch build it is and what to pass instead).
     """
     if device in (None, "auto"):
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    device = torch.device(device)
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(f"unknown device {device!r}; use auto, cpu, cuda, cuda:N or mps"
+                         ) from None
+    if device.type not in _DEVICE_TYPES:
+        raise ValueError(f"unsupported device {str(device)!r}; use auto, cpu, cuda, cuda:N or mps")
+    if check and device.type == "cuda":
+        if not torch.cuda.is_available():
+            build = "a CPU-only build" if torch.version.cuda is None else "no GPU is visible"
+            raise ValueError(f"device {str(device)!r} is not available: torch {torch.__version__} "
+                             f"is {build}; use device cpu (or auto)")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise ValueError(f"device {str(device)!r} is not available: this machine has "
+                             f"{torch.cuda.device_count()} GPU(s), cuda:0 to "
+                             f"cuda:{torch.cuda.device_count() - 1}")
+    if check and device.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"device 'mps' is not available on this machine; use cpu (or auto)")
     if dtype in (None, "auto"):
         dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     if isinstance(dtype, str):
@@ -133,6 +161,8 @@ def resolve_device_dtype(device: str | torch.device | None = "auto",
         if dtype not in names:
             raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(names)}")
         dtype = names[dtype]
+    if dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        raise ValueError(f"unsupported dtype {dtype!r}; use float32, bfloat16 or float16")
     return device, dtype
 
 
@@ -294,6 +324,34 @@ def _repo_not_found(error: BaseException) -> bool:
                or "is not a local folder or a valid repository name" in str(e) for e in chain)
 
 
+def check_model(name: str, revision: str | None = None) -> None:
+    """That ``name`` names a model :func:`load_model` can load, without loading it (for a plan
+    or a dry run): an installed embedded model, a model folder, or a hub id that is in the local
+    cache or on a reachable hub (about :data:`HUB_TIMEOUT_S` seconds).
+
+    Raises:
+        ModelNotFoundError: as :func:`load_model` would (lists the embedded models).
+        ModuleNotFoundError: an embedded model's package is not installed (says how).
+    """
+    if not isinstance(name, str) or not name:
+        raise ModelNotFoundError(f"a model name must be a non-empty string, got {name!r}")
+    if name in EMBEDDED_MODELS:
+        spec = EMBEDDED_MODELS[name]
+        if importlib.util.find_spec(spec.package) is None:
+            raise ModuleNotFoundError(f"embedded model needs the package {spec.package!r}: "
+                                      f"{spec.pip}")
+    elif _looks_like_path(name):
+        _model_folder(name)
+    else:
+        _check_hub_id(name)
+        if _cached_snapshot(name, revision) is None:
+            unreachable = _hub_unreachable()
+            if unreachable:
+                raise _not_found(name, "it is not an embedded model, not a local folder, and not "
+                                       "in the local Hugging Face cache, and the Hugging Face hub "
+                                       f"is not reachable: {unreachable}")
+
+
 def model_identity(name: str, revision: str | None = None, device="auto", dtype="auto") -> dict:
     """What :func:`load_model` with these arguments would load, without loading weights.
 
@@ -327,33 +385,89 @@ def model_identity(name: str, revision: str | None = None, device="auto", dtype=
 
 
 def _embedded_gguf(spec: _Embedded) -> Path:
+    """The GGUF file of an embedded model; a package that assembles it from chunks does so once,
+    into the cache (see :func:`_assembled`).
+
+    Raises:
+        ModuleNotFoundError: the package is not installed (says how to install it).
+    """
     found = importlib.util.find_spec(spec.package)
     if found is None:
         raise ModuleNotFoundError(f"embedded model needs the package {spec.package!r}: {spec.pip}")
     folder = Path(next(iter(found.submodule_search_locations)))
     if spec.filename is not None:
         return folder / spec.filename
-    module = importlib.import_module(spec.package)  # assembles its chunk packages into one file
-    return Path(module.assemble(cache_dir() / "gguf" / module.MODEL_NAME))
+    return _assembled(importlib.import_module(spec.package))
+
+
+def _cache_lock(target: Path) -> FileLock:
+    """The lock around building ``target`` in the cache (``<target>.lock``): one process
+    builds, the others wait and then use its result; a killed holder releases it."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return FileLock(target.with_name(target.name + ".lock"), thread_local=False)
+
+
+def _temporary(target: Path) -> Path:
+    """A unique temporary name beside ``target`` (``.<name>.<pid>.<random>.tmp``)."""
+    return target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+
+
+def _clear_leftovers(target: Path) -> None:
+    """Remove what killed builders of ``target`` left (call while holding its lock: no live
+    builder can be writing): unique temporary names, and ``<target>.tmp`` of older versions."""
+    for stale in [*target.parent.glob(f".{target.name}.*.tmp"),
+                  target.with_name(target.name + ".tmp")]:
+        if stale.is_dir():
+            shutil.rmtree(stale, ignore_errors=True)
+        elif stale.exists():
+            stale.unlink(missing_ok=True)
+
+
+def _assembled(module) -> Path:
+    """A chunked package's GGUF, assembled once into ``<cache>/gguf/`` and checked against the
+    package's SHA-256: into a unique temporary file renamed into place, under a file lock. A file
+    there with another SHA-256 (a partial one an older version left when killed) is redone."""
+    target = cache_dir() / "gguf" / module.MODEL_NAME
+    with _cache_lock(target):
+        if target.exists() and _file_sha256(target) == module.EXPECTED_SHA256:
+            return target
+        _clear_leftovers(target)
+        tmp = _temporary(target)
+        module.assemble(tmp)  # checks the SHA-256 of what it wrote
+        os.replace(tmp, target)
+    return target
 
 
 def _convert_gguf(gguf: Path, target: Path) -> None:
-    """De-quantize a GGUF file once and save it as a plain transformers folder."""
+    """De-quantize a GGUF file once and save it as a plain transformers folder: into a unique
+    temporary folder renamed into place, under a file lock (a second process waits, then uses
+    the first one's folder; a killed converter's leftovers are removed by the next one)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
-                                                 dtype=torch.float32)
-    # After loading, the weights are plain float32 tensors; only the GGUF quantization marker
-    # makes save_pretrained refuse ("not serializable"). Clear it.
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    tmp = target.with_name(target.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    tmp.replace(target)
+    with _cache_lock(target):
+        if _converted(target):
+            return
+        _clear_leftovers(target)
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                     dtype=torch.float32)
+        # After loading, the weights are plain float32 tensors; only the GGUF quantization
+        # marker makes save_pretrained refuse ("not serializable"). Clear it.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        tmp = _temporary(target)
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        if target.exists():  # incomplete (no config.json or weights): set aside, then removed
+            aside = _temporary(target)
+            target.rename(aside)
+            shutil.rmtree(aside, ignore_errors=True)
+        os.replace(tmp, target)
+
+
+def _converted(folder: Path) -> bool:
+    return (folder / "config.json").is_file() and any(folder.glob("*.safetensors"))
 
 
 def load_model(name: str = "smollm2-135m-instruct", device="auto", dtype="auto",
@@ -386,7 +500,7 @@ def load_model(name: str = "smollm2-135m-instruct", device="auto", dtype="auto",
             the embedded models, closest first).
         ModuleNotFoundError: an embedded model's package is not installed (the message says how).
     """
-    device, dtype = resolve_device_dtype(device, dtype)
+    device, dtype = resolve_device_dtype(device, dtype, check=True)
     given = set(kwargs)
     source: dict = {}
     hub = cached = False
@@ -394,7 +508,7 @@ def load_model(name: str = "smollm2-135m-instruct", device="auto", dtype="auto",
         gguf = _embedded_gguf(EMBEDDED_MODELS[name])
         sha = _file_sha256(gguf)
         folder = cache_dir() / "models" / f"{name}-{sha[:16]}"
-        if not (folder / "config.json").exists():
+        if not _converted(folder):
             _convert_gguf(gguf, folder)
         path, rev = str(folder), sha
         source = {"gguf_file": gguf.name, "gguf_sha256": sha, "converted_to": str(folder)}
