@@ -1,8 +1,11 @@
-"""The ``xcomps-study`` command line: run methods into a results store, list what it holds.
+"""The ``xcomps-study`` command line: run methods into a results store, list and verify what it
+holds.
 
-Exit codes: 0 done; 1 an error the message explains (unknown model, missing data, bad input);
-2 a usage error (unknown option, a value of the wrong type). Progress goes to stderr, results
-to stdout.
+Exit codes: 0 done; 1 an error, told in one line that says what and what to do (unknown model,
+missing data, bad input, a damaged or unwritable store, a device this machine lacks; any other
+exception too); 2 a usage error (unknown option, a value of the wrong type). ``xcomps-study
+--debug ...`` (or ``XCOMPS_DEBUG=1``) shows the traceback instead. Progress goes to stderr,
+results to stdout.
 """
 
 from __future__ import annotations
@@ -17,8 +20,50 @@ STORE_HELP = "results store folder (created if missing)"
 
 
 def _split(values) -> list[str]:
-    """``("a,b", "c")`` -> ``["a", "b", "c"]``."""
-    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+    """``("a,b", "c", "a")`` -> ``["a", "b", "c"]`` (each once, in order)."""
+    return list(dict.fromkeys(v.strip() for value in values for v in value.split(",")
+                              if v.strip()))
+
+
+def _one_line(err: BaseException) -> str:
+    """The error in one line: its message (the package's own errors and value, type, lookup and
+    import errors say what and what to do), else its type and message."""
+    text = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
+    text = " ".join(text.split())
+    if not (type(err).__module__.startswith("xcomps_utils")
+            or isinstance(err, (ValueError, TypeError, LookupError, ImportError))) or not text:
+        text = f"{type(err).__name__}: {text}".rstrip(": ")
+    return text
+
+
+class _Group(click.Group):
+    """Every error a command meets ends in one line and exit code 1 (the traceback with
+    ``--debug``); click's own usage errors keep exit code 2."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as err:  # noqa: BLE001 - the one error path
+            if ctx.params.get("debug"):
+                raise
+            raise click.ClickException(f"{_one_line(err)} (xcomps-study --debug ... shows the "
+                                       f"traceback)") from err
+
+
+def _quiet_loading() -> None:
+    """No weight-loading, conversion or download bars (transformers, huggingface_hub, and the
+    plain tqdm bars of transformers' GGUF conversion: ``TQDM_DISABLE``, read when tqdm is first
+    imported, so this is called before the package's modules are)."""
+    import os
+
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    import huggingface_hub.utils
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    huggingface_hub.utils.disable_progress_bars()
 
 
 class _Budget(click.ParamType):
@@ -36,9 +81,11 @@ class _Budget(click.ParamType):
         return n
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="xcomps-study")
-def main():
+@click.option("--debug", is_flag=True, envvar="XCOMPS_DEBUG",
+              help="show the traceback of an error (default: one line, exit code 1)")
+def main(debug):
     """Score minimal pairs (Direct, Meta, Neuro, token-level perplexity) into a results store.
 
     \b
@@ -47,6 +94,7 @@ def main():
       xcomps-study run meta direct neuro --languages en,de,zh --items-per-language 8 \\
           --model gemma-3-270m
       xcomps-study ls
+      xcomps-study verify --repair
     """
 
 
@@ -79,39 +127,45 @@ def main():
               help="pairs per shard, the unit of resuming (default: per method)")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--store", default="results", show_default=True, help=STORE_HELP)
-@click.option("--quiet", is_flag=True, help="no progress bars")
+@click.option("--truncate", is_flag=True,
+              help="cut texts longer than the model's context (with a warning) instead of failing")
+@click.option("--quiet", is_flag=True, help="no progress bars (scoring and weight loading)")
 def run_cmd(methods, tasks_, languages, source, items_per_language, n_pairs, model, device, dtype,
-            token_budget, bos_policy, use_chat_template, wordings, shard_size, seed, store, quiet):
+            token_budget, bos_policy, use_chat_template, wordings, shard_size, seed, store,
+            truncate, quiet):
     """Run METHODS (direct, meta, neuro, token_ppl) on tasks or XCOMPS languages.
 
     A run already complete in the store is read, an interrupted one resumes from its finished
     shards, anything else is computed. Prints one line per run and the accuracy per task.
     """
+    if quiet:
+        _quiet_loading()
     from . import methods as M
-    from .data import DataError
-    from .models import ModelNotFoundError
+    from .models import check_model, resolve_device_dtype
+    from .store import Store
 
     tasks_, languages = _split(tasks_), _split(languages)
     if bool(tasks_) == bool(languages):
         raise click.UsageError("give either --task or --languages")
     methods = list(dict.fromkeys(methods))
-    try:
-        batches = _pairs(methods, tasks_, languages, source, items_per_language, n_pairs, seed)
-        for ms, pairs, datasets in batches:
-            res = M.run(model, pairs, ms, store=store, device=device, dtype=dtype,
-                        bos_policy=bos_policy, token_budget=token_budget,
-                        use_chat_template=use_chat_template,
-                        wordings=_split(wordings) or "all", shard_size=shard_size, seed=seed,
-                        datasets=datasets, progress=not quiet)
-            for m in ms:
-                how = (f"computed {res.computed[m]} shard(s)" if res.computed[m]
-                       else "read from the store")
-                click.echo(f"{res.runs[m]}: {len(pairs)} pairs, {how}")
-            summary = _summary(res.measures)
-            if len(summary):
-                click.echo(summary.to_string(index=False))
-    except (ModelNotFoundError, DataError, ValueError, TypeError, ModuleNotFoundError) as err:
-        raise click.ClickException(str(err)) from err
+    # before any data is read or model loaded: the model name, device, dtype and store
+    check_model(model)
+    resolve_device_dtype(device, dtype)
+    Store(store)
+    batches = _pairs(methods, tasks_, languages, source, items_per_language, n_pairs, seed)
+    for ms, pairs, datasets in batches:
+        res = M.run(model, pairs, ms, store=store, device=device, dtype=dtype,
+                    bos_policy=bos_policy, token_budget=token_budget,
+                    use_chat_template=use_chat_template,
+                    wordings=_split(wordings) or "all", shard_size=shard_size, seed=seed,
+                    datasets=datasets, progress=not quiet, truncate=truncate)
+        for m in ms:
+            how = (f"computed {res.computed[m]} shard(s)" if res.computed[m]
+                   else "read from the store")
+            click.echo(f"{res.runs[m]}: {len(pairs)} pairs, {how}")
+        summary = _summary(res.measures)
+        if len(summary):
+            click.echo(summary.to_string(index=False))
 
 
 def _pairs(methods, tasks_, languages, source, items_per_language, n_pairs, seed):
@@ -164,23 +218,19 @@ def sweep_cmd(file, executor, address, store, dry_run, quiet):
     Its runs are the runs `xcomps-study run` makes of the same selection: finished shards are
     kept, a complete run is read. See the book's "Sweeps" page for the file's fields.
     """
+    if quiet:
+        _quiet_loading()
     from . import sweep as SW
-    from .data import DataError
-    from .models import ModelNotFoundError
-    from .store import StoreError
 
-    try:
-        sw = SW.load_sweep(file)
-        if dry_run:
-            specs = SW.plan(sw, store)
-            click.echo(SW.describe(sw, specs).to_string(index=False))
-            click.echo(f"{len(specs)} runs, {sum(s.n_shards for s in specs)} shards, store "
-                       f"{specs[0].store if specs else store or sw.store}")
-            return
-        res = SW.run_sweep(sw, executor=executor, address=address, store=store,
-                           progress=not quiet)
-    except (SW.SweepError, ModelNotFoundError, DataError, StoreError, ModuleNotFoundError) as err:
-        raise click.ClickException(str(err)) from err
+    sw = SW.load_sweep(file)
+    if dry_run:
+        specs = SW.plan(sw, store)
+        click.echo(SW.describe(sw, specs).to_string(index=False))
+        click.echo(f"{len(specs)} runs, {sum(s.n_shards for s in specs)} shards, store "
+                   f"{specs[0].store if specs else store or sw.store}")
+        return
+    res = SW.run_sweep(sw, executor=executor, address=address, store=store,
+                       progress=not quiet)
     for r in res.runs.itertuples():
         how = f"computed {r.computed} shard(s)" if r.computed else "read from the store"
         click.echo(f"{r.run}: {r.pairs} pairs ({r.data}), {how}")
@@ -212,6 +262,48 @@ def ls_cmd(store, method, as_json):
         return
     with pd.option_context("display.width", 200, "display.max_colwidth", 48):
         click.echo(runs.drop(columns=["parameters"]).to_string(index=False))
+
+
+@main.command("verify")
+@click.option("--store", default="results", show_default=True, help="results store folder")
+@click.option("--repair", is_flag=True,
+              help="recompute the damaged shards (only those; damaged files are moved to "
+                   "<store>/quarantine/, nothing is deleted)")
+@click.option("--device", default="auto", show_default=True,
+              help="where --repair loads a run's model (auto: the run's device kind)")
+@click.option("--quiet", is_flag=True, help="no progress bars")
+def verify_cmd(store, repair, device, quiet):
+    """Check every run of a store against its record: each shard's files present, with the rows
+    and SHA-256 written when it was committed. Names each damaged shard and file; exit code 1
+    if any is damaged (and not repaired)."""
+    if quiet:
+        _quiet_loading()
+    from .store import Store
+
+    st = Store(store)
+    if not st.root.is_dir():
+        raise click.ClickException(f"no results store at {store!r}")
+    problems = st.verify()
+    for pr in problems:
+        where = f"{pr['shard']}: " if pr["shard"] else ""
+        click.echo(f"{pr['run']}: {where}{pr['file']} {pr['problem']}")
+    n_runs = len(st._ids())
+    if not problems:
+        click.echo(f"{store}: {n_runs} run(s), every shard as recorded")
+        return
+    shards = {(pr["run"], pr["shard"]) for pr in problems}
+    if not repair:
+        raise click.ClickException(f"{len(shards)} damaged shard(s) in "
+                                   f"{len({r for r, _ in shards})} run(s); repair: xcomps-study "
+                                   f"verify --store {store} --repair")
+    for r in st.repair(problems, device=device, progress=not quiet):
+        click.echo(f"{r['run']}: {r['shard']} recomputed ({len(r['moved'])} damaged file(s) "
+                   f"moved to {st.root / 'quarantine'})")
+    left = st.verify()
+    if left:
+        raise click.ClickException(f"{len(left)} problem(s) left after the repair, e.g. "
+                                   f"{left[0]['run']}: {left[0]['file']} {left[0]['problem']}")
+    click.echo(f"{store}: repaired {len(shards)} shard(s); every shard as recorded")
 
 
 @main.command("tasks")

@@ -13,13 +13,15 @@ Meta and token-level perplexity; :mod:`~xcomps_utils.neuro` for hidden states; t
 
 from __future__ import annotations
 
+import unicodedata
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-__all__ = ["BOS_POLICIES", "Encoded", "check_texts", "context_token", "encode",
-           "length_batches", "default_token_budget"]
+__all__ = ["BOS_POLICIES", "Encoded", "check_texts", "check_pair_texts", "fit_context",
+           "context_length", "context_token", "encode", "length_batches", "default_token_budget"]
 
 BOS_POLICIES = {
     "bos": "BOS (EOS if none) prepended; every token of the text scored",
@@ -63,6 +65,116 @@ def check_texts(texts, what: str = "texts") -> list[str]:
             raise ValueError(f"{what[:-1] if what.endswith('s') else what} #{i} is empty or "
                              f"not a string: {t!r}")
     return texts
+
+
+def _invisible(c: str) -> bool:
+    return c.isspace() or unicodedata.category(c) in ("Cc", "Cf", "Zs", "Zl", "Zp")
+
+
+def text_problem(text) -> str | None:
+    """Why a text cannot be scored as a sentence (``None`` if it can): not a string, empty,
+    whitespace only, or only invisible characters (zero-width spaces and joiners, BOM, other
+    format or control characters), which a model scores like any text."""
+    if not isinstance(text, str):
+        return f"not a string ({type(text).__name__})"
+    if not text:
+        return "empty"
+    if text.isspace():
+        return "whitespace only"
+    if all(_invisible(c) for c in text):
+        names = sorted({f"U+{ord(c):04X} {unicodedata.name(c, '?')}" for c in text
+                        if not c.isspace()})
+        return f"only invisible characters ({', '.join(names[:3])})"
+    return None
+
+
+def _pair_name(pairs, row) -> str:
+    ids = [str(pairs[c].iat[row]) for c in ("task", "lang", "pair_id")
+           if c in pairs and str(pairs[c].iat[row])]
+    return f"pair {'/'.join(ids)} (row {row})"
+
+
+def check_pair_texts(pairs, fields=("good", "bad")) -> None:
+    """Check the texts of minimal pairs before any work (see :func:`text_problem`).
+
+    Raises:
+        ValueError: the first bad text, naming the pair (task/lang/pair_id and row) and field.
+    """
+    for field in fields:
+        if field not in pairs:
+            continue
+        for row, text in enumerate(pairs[field]):
+            problem = text_problem(text)
+            if problem:
+                raise ValueError(f"{_pair_name(pairs, row)}: {field!r} is {problem}: {text!r}; "
+                                 f"fix or drop that pair")
+
+
+def context_length(lm) -> int | None:
+    """The model's context in tokens (``max_position_embeddings``; ``None`` if it has none)."""
+    cfg = lm.model.config.get_text_config(decoder=True)
+    n = getattr(cfg, "max_position_embeddings", None)
+    return int(n) if n else None
+
+
+def fit_context(lm, pairs, fields=("good", "bad"), together: bool = False,
+                truncate: bool = False):
+    """Check that the texts fit the model: none starts with the BOS (or EOS) string, and every
+    scored input (BOS + tokens; ``together``: BOS + the tokens of all ``fields`` of a pair, as
+    in the prompts of Meta and token-level perplexity) fits the model's context.
+
+    A text that already starts with the BOS string is an error, not stripped: the scorer adds
+    the one BOS itself, and stripping would change the text the pair's id and checksum stand for.
+
+    Args:
+        truncate: cut texts that are too long to fit (with a warning naming the pairs) instead
+            of failing; a truncated text changes the pairs, so the run's key and id change too.
+
+    Returns:
+        the pairs (a copy with the cut texts if anything was truncated).
+
+    Raises:
+        ValueError: a text starting with the BOS string, or too long for the context (names the
+            pair, field, length and context, and ``truncate``).
+    """
+    tok = lm.tokenizer
+    for special in {tok.bos_token, tok.eos_token} - {None, ""}:
+        for field in fields:
+            for row, text in enumerate(pairs[field]):
+                if text.startswith(special):
+                    raise ValueError(
+                        f"{_pair_name(pairs, row)}: {field!r} starts with the BOS string "
+                        f"{special!r}; remove it (the scorer puts one BOS before every text)")
+    ctx = context_length(lm)
+    if ctx is None:
+        return pairs
+    enc = {f: tok(list(pairs[f]), add_special_tokens=False, return_offsets_mapping=True)
+           for f in fields}
+    lengths = {f: np.array([len(ids) for ids in enc[f]["input_ids"]]) for f in fields}
+    total = sum(lengths.values()) if together else None
+    limit = (ctx - 1) // len(fields) if together else ctx - 1
+    cut = []
+    for field in fields:
+        for row in range(len(pairs)):
+            need = (total[row] if together else lengths[field][row]) + 1
+            if need <= ctx or (together and lengths[field][row] <= limit):
+                continue
+            if not truncate:
+                raise ValueError(
+                    f"{_pair_name(pairs, row)}: {field!r} is {lengths[field][row]:,} tokens, "
+                    f"{'with the other texts of its prompt ' if together else ''}{need:,} with "
+                    f"BOS: longer than the model's context of {ctx:,} tokens; shorten it, or "
+                    f"truncate=True (--truncate) to cut it to {limit:,} tokens")
+            cut.append((field, row, int(enc[field]["offset_mapping"][row][limit - 1][1])))
+    if not cut:
+        return pairs
+    pairs = pairs.copy()
+    for field, row, end in cut:
+        pairs.iloc[row, pairs.columns.get_loc(field)] = pairs[field].iat[row][:end]
+    warnings.warn(f"{len(cut)} text(s) longer than the model's context of {ctx:,} tokens cut to "
+                  f"{limit:,} tokens: {', '.join(f'{_pair_name(pairs, r)} {f!r}' for f, r, _ in cut[:3])}"
+                  f"{' ...' if len(cut) > 3 else ''}", stacklevel=2)
+    return pairs
 
 
 def context_token(tokenizer) -> int:

@@ -57,8 +57,8 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from . import __version__
-from .encoding import BOS_POLICIES
-from .models import LanguageModel, load_model, model_identity
+from .encoding import BOS_POLICIES, check_pair_texts, fit_context
+from .models import LanguageModel, load_model, model_identity, resolve_device_dtype
 from .store import MEASURE_COLUMNS, Store, run_id
 
 __all__ = ["METHODS", "DEFAULT_SHARD_SIZE", "Results", "run", "wide", "prepare_pairs"]
@@ -412,13 +412,60 @@ def wide(measures: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _check_inputs(pairs: pd.DataFrame, methods: list[str], wordings, probe_by) -> None:
+    """What can be checked of the pairs and parameters without a model.
+
+    Raises:
+        ValueError: a bad text (names pair and field), a method the pairs cannot run, unknown
+            wordings, probe groups over columns the pairs lack.
+    """
+    check_pair_texts(pairs, ("good", "bad"))
+    if "meta" in methods:
+        need = [c for c in _USES["meta"] if c not in pairs]
+        if need:
+            raise ValueError(f"Meta needs XCOMPS pairs (xcomps_utils.xcomps.load_languages); "
+                             f"these lack {need}")
+    if "token_ppl" in methods:
+        if wordings != "all" and (isinstance(wordings, str) or not all(
+                isinstance(w, str) for w in wordings)):
+            raise ValueError(f"wordings must be 'all' or a list of wording ids, got {wordings!r}")
+        for task in pairs["task"].unique():
+            _wordings(_wording_family(task), wordings)
+    if "neuro" in methods:
+        cols = {c for b in probe_by for c in b}
+        if not all(isinstance(b, (list, tuple)) for b in probe_by) or cols - set(pairs):
+            raise ValueError(f"probe_by must be lists of pair columns; {sorted(cols - set(pairs))}"
+                             f" are not columns of the pairs")
+
+
+def _fit(lm: LanguageModel, pairs: pd.DataFrame, methods: list[str], truncate=False
+         ) -> pd.DataFrame:
+    """:func:`~xcomps_utils.encoding.fit_context` for every method: a prompt of Meta or
+    token-level perplexity holds both texts of a pair."""
+    prompts = [m for m in methods if m in ("meta", "token_ppl")]
+    pairs = fit_context(lm, pairs, together=bool(prompts), truncate=truncate)
+    return pairs
+
+
+def _run_parameters(key: dict) -> dict:
+    """The method parameters of a run, from its key (to recompute a shard of it)."""
+    par = key.get("parameters", {})
+    return dict(bos_policy=key.get("bos_policy", "bos"), token_budget="auto", batch_size=None,
+                use_chat_template=par.get("use_chat_template", False),
+                wordings=par.get("wordings", "all"),
+                probe_by=par.get("probe_by", [["lang", "subset"], ["lang"]]),
+                n_splits=par.get("n_splits", 5), inner_splits=par.get("inner_splits", 3),
+                seed=par.get("seed", 0))
+
+
 def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
         store: str | Store | None = None, device="auto", dtype="auto", revision: str | None = None,
         bos_policy: str = "bos", token_budget: int | str | None = "auto",
         batch_size: int | None = None, shard_size: int | None = None,
         use_chat_template: bool = False, wordings="all",
         probe_by=(("lang", "subset"), ("lang",)), n_splits: int = 5, inner_splits: int = 3,
-        seed: int = 0, datasets: dict | None = None, progress: bool = True) -> Results:
+        seed: int = 0, datasets: dict | None = None, progress: bool = True,
+        truncate: bool = False) -> Results:
     """Run methods over minimal pairs, through the results store.
 
     For each method, the run's key (model and weights identity, dtype, device kind, BOS policy,
@@ -450,15 +497,30 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
             folds and seed (:func:`xcomps_utils.probing.probe_pairs`).
         datasets: ``{file: sha256}`` of the data files read (recorded in the provenance).
         progress: a tqdm bar per method (pairs done).
+        truncate: cut texts longer than the model's context (with a warning; the run's key
+            follows the cut texts) instead of failing.
+
+    Every input is checked before any work, and before any run folder is created: the methods
+    and parameters, the texts (:func:`xcomps_utils.encoding.check_pair_texts`), the model name,
+    device and dtype, the store; when something must be computed, that the store is writable,
+    the device is there, and (once the model is loaded) that no text starts with the BOS string
+    or exceeds the model's context (:func:`xcomps_utils.encoding.fit_context`). Two processes
+    running the same run share its shards: one skips a shard the other holds or has finished.
 
     Returns:
         :class:`Results`.
 
     Raises:
-        ValueError: an unknown method or BOS policy, pairs without the columns a method needs.
+        ValueError: an unknown method, BOS policy, device or dtype, a device this machine lacks,
+            pairs without the columns a method needs, a bad text (names the pair and field).
         ModelNotFoundError: an unknown model name (see :func:`~xcomps_utils.models.load_model`).
+        StoreError: the store is a file or not writable, or a run it holds is damaged (see
+            :meth:`xcomps_utils.store.Store.verify`).
     """
-    methods = [methods] if isinstance(methods, str) else list(methods)
+    if methods is None or not isinstance(methods, (str, list, tuple, set)):
+        raise ValueError(f"methods must be a method name or a list of them, any of "
+                         f"{list(METHODS)}; got {methods!r}")
+    methods = [methods] if isinstance(methods, str) else list(dict.fromkeys(methods))
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise ValueError(f"unknown method(s) {unknown or methods}; use any of {list(METHODS)}")
@@ -467,22 +529,20 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
     if shard_size is not None and (isinstance(shard_size, bool) or int(shard_size) < 1):
         raise ValueError(f"shard_size must be an integer >= 1, got {shard_size!r}")
     pairs = prepare_pairs(pairs)
-    if "meta" in methods:
-        need = [c for c in _USES["meta"] if c not in pairs]
-        if need:
-            raise ValueError(f"Meta needs XCOMPS pairs (xcomps_utils.xcomps.load_languages); "
-                             f"these lack {need}")
+    _check_inputs(pairs, methods, wordings, probe_by)
     tmp = None
     if store is None:
         tmp = tempfile.TemporaryDirectory(prefix="xcomps-store-")
         store = tmp.name
     store = store if isinstance(store, Store) else Store(store)
     handle = _Model(model, device, dtype, revision)
+    if truncate:  # the cut texts are the pairs of the key
+        pairs = _fit(handle.get(), pairs, methods, truncate=True)
     p = dict(bos_policy=bos_policy, token_budget=token_budget, batch_size=batch_size,
              use_chat_template=use_chat_template, wordings=wordings,
              probe_by=[list(b) for b in probe_by], n_splits=n_splits, inner_splits=inner_splits,
              seed=seed)
-    runs, computed = {}, {}
+    runs, computed, keys = {}, {}, {}
     for method in methods:
         key = {**handle.identity, "method": method,
                "bos_policy": bos_policy if method == "direct" else "bos",
@@ -495,6 +555,14 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
                 continue
         except KeyError:
             pass
+        keys[method] = key
+    if keys:  # something to compute: check all that can fail before loading the model
+        store.check_writable()
+        if handle.lm is None:
+            resolve_device_dtype(device, dtype, check=True)
+        lm = handle.get()
+        _fit(lm, pairs, list(keys))
+    for method, key in keys.items():
         computed[method] = _compute(handle, store, key, pairs, method, p, shard_size, datasets,
                                     progress)
     measures = store.measures(list(runs.values()))
@@ -519,18 +587,40 @@ def _compute(handle: _Model, store: Store, key: dict, pairs: pd.DataFrame, metho
     bar = tqdm(total=len(used), initial=len(used) - sum(len(used[i * size:(i + 1) * size])
                                                           for i in todo),
                unit="pair", desc=f"{method} ({lm.name})", disable=not progress)
-    try:
-        for i in todo:
+    written = 0
+
+    def one(i, lock) -> None:  # under the shard's lock: skip it if another process finished it
+        nonlocal written
+        try:
             shard = used.iloc[i * size:(i + 1) * size].reset_index(drop=True)
-            start = time.perf_counter()
-            measures, details = _SHARD[method](lm, shard, p)
-            run_.write_shard(i, measures, details, seconds=time.perf_counter() - start)
+            if not run_.is_done(i):
+                start = time.perf_counter()
+                measures, details = _SHARD[method](lm, shard, p)
+                run_.write_shard(i, measures, details, seconds=time.perf_counter() - start)
+                written += 1
             bar.update(len(shard))
+        finally:
+            lock.release()
+
+    try:
+        held = []  # shards another process is computing: waited for after the free ones
+        for i in todo:
+            lock = run_.try_lock(i)
+            if lock is None:
+                held.append(i)
+            else:
+                one(i, lock)
+        for i in held:
+            lock = run_.lock(i)
+            lock.acquire()
+            one(i, lock)
     finally:
         bar.close()
-    if method == "neuro" and not run_.is_done("probes"):
-        start = time.perf_counter()
-        probes = _probes(store, run_.id, used, p)
-        run_.write_shard("probes", probes, seconds=time.perf_counter() - start)
+    if method == "neuro":
+        with run_.lock("probes"):
+            if not run_.is_done("probes"):
+                start = time.perf_counter()
+                probes = _probes(store, run_.id, used, p)
+                run_.write_shard("probes", probes, seconds=time.perf_counter() - start)
     run_.finish()
-    return len(todo)
+    return written

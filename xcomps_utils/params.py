@@ -6,7 +6,7 @@ inside a sampler with an error that names no parameter.
 
 from __future__ import annotations
 
-__all__ = ["ParameterError", "check"]
+__all__ = ["ParameterError", "check", "check_range"]
 
 
 class ParameterError(ValueError):
@@ -53,6 +53,10 @@ def check(values: dict, **kinds: str) -> None:
     Kinds: ``"int"``, ``"int>=N"``, ``"str"``, ``"bool"``, ``"list[str]"``, ``"budget"`` (a token
     budget), ``"choice:a,b"``; alternatives joined by ``|`` (``"int>=1|None"``).
 
+    A single string given for ``"list[str]"`` (papermill's ``-p languages en``) is a list of
+    that one string: ``values`` is updated to ``["en"]``, so the chapter never iterates the
+    letters of a string.
+
     Args:
         values: where the parameters live (a chapter passes ``globals()``).
 
@@ -65,7 +69,29 @@ def check(values: dict, **kinds: str) -> None:
             raise ParameterError(f"parameter {name!r} is not set")
         value = values[name]
         alternatives = kind.split("|")
+        if isinstance(value, str) and value and "list[str]" in alternatives and not any(
+                _ok(value, k) for k in alternatives):
+            value = values[name] = [v.strip() for v in value.split(",") if v.strip()] or [value]
         if not any(_ok(value, k) for k in alternatives):
             raise ParameterError(f"parameter {name!r} must be "
                                  f"{' or '.join(_describe(k) for k in alternatives)}, got "
                                  f"{value!r} ({type(value).__name__})")
+
+
+def check_range(values: dict, name: str, low: int, high: int, what: str = "") -> None:
+    """Check that an integer parameter lies in ``[low, high]`` (e.g. an index into a table
+    whose length is only known once it is loaded).
+
+    Args:
+        what: what the range is, for the message (``"the task 'dust' has 2,123 pairs"``).
+
+    Raises:
+        ParameterError: not an integer, or out of range, e.g. ``parameter 'pair_index' must be
+            an integer from 0 to 999 (the task 'blimp_anaphor' has 1,000 pairs), got 1000000000``.
+    """
+    check(values, **{name: "int"})
+    value = values[name]
+    if not low <= value <= high:
+        why = f" ({what})" if what else ""
+        raise ParameterError(f"parameter {name!r} must be an integer from {low} to {high}{why}, "
+                             f"got {value!r}")

@@ -15,9 +15,15 @@ Layout (plain parquet, numpy and JSON: pandas or DuckDB read it without this pac
     <root>/states/run=<run>/<shard>.npy   Neuro hidden states ``[sentences, layers + 1, hidden]``
 
 Work is written one finished *shard* (a fixed slice of the pairs) at a time; every file goes to a
-temporary name and is renamed into place, and the shard's ``done`` marker comes last. A run killed
-at any point (even ``kill -9``) resumes from its finished shards and computes only the rest. No
-function here deletes or overwrites a finished shard or a completed run. Reading everything::
+temporary name and is renamed into place, and the shard's ``done`` marker comes last. The marker
+records each of the shard's files (path, bytes, rows, SHA-256), and every read of a run's results
+checks the files against it (:meth:`Store.verify`): a missing, truncated or altered shard fails
+with :class:`StoreError` naming the run, the shard and the repair (``xcomps-study verify
+--repair``, :meth:`Store.repair`). A run killed at any point (even ``kill -9``) resumes from its
+finished shards and computes only the rest; two processes running the same run share its shards
+(:meth:`Run.commit_shard` under a per-shard file lock). No function here deletes or overwrites a
+finished shard or a completed run (a repair moves damaged files to ``<root>/quarantine/``).
+Reading everything::
 
     pd.read_parquet("<root>/measures")            # a `run` column from the folder names
     duckdb.sql("select * from read_parquet('<root>/measures/*/*.parquet', hive_partitioning=1)")
@@ -33,12 +39,16 @@ import hashlib
 import json
 import os
 import re
+import shutil
+import tempfile
+import uuid
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from filelock import FileLock, Timeout
 
 from . import __version__
 
@@ -57,7 +67,9 @@ MEASURE_COLUMNS = MEASURE_SCHEMA.names
 
 
 class StoreError(RuntimeError):
-    """The store's files contradict each other (a run folder written for another key)."""
+    """The store cannot serve or take results: its files contradict each other or their record
+    (a run folder written for another key, a missing, truncated or altered shard, an unreadable
+    ``run.json``), or its folder is a file or not writable. The message says what to do."""
 
 
 def _canonical(obj) -> str:
@@ -75,16 +87,33 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _atomic_write(path: Path, write) -> None:
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _atomic_write(path: Path, write) -> dict:
+    """Write through ``write(tmp)`` to a unique temporary name, rename into place; returns
+    ``{"bytes", "sha256"}`` of what was written."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     write(tmp)
+    info = {"bytes": tmp.stat().st_size, "sha256": _sha256(tmp)}
     os.replace(tmp, path)
+    return info
 
 
 def _write_json(path: Path, obj) -> None:
     _atomic_write(path, lambda p: p.write_text(json.dumps(obj, indent=1, default=str,
                                                           ensure_ascii=False)))
+
+
+def _save_npy(path: Path, value: np.ndarray) -> None:
+    with open(path, "wb") as f:
+        np.save(f, value)
 
 
 def _shard_name(shard: int | str) -> str:
@@ -100,8 +129,27 @@ class Run:
 
     @property
     def record(self) -> dict:
-        """``run.json``: key, provenance, shard size and count, status."""
-        return json.loads((self.folder / "run.json").read_text())
+        """``run.json``: key, provenance, shard size and count, status.
+
+        Raises:
+            StoreError: ``run.json`` is not a run record (garbage, cut short, fields missing).
+        """
+        path = self.folder / "run.json"
+        try:
+            rec = json.loads(path.read_text())
+            if not isinstance(rec, dict) or not all(k in rec for k in ("key", "status",
+                                                                       "n_shards")):
+                raise ValueError("fields key, status or n_shards missing")
+        except (ValueError, UnicodeDecodeError) as err:
+            raise StoreError(f"{path} is not a readable run record ({str(err)[:80]}); move the "
+                             f"folder {self.folder} out of the store and rerun that run") from None
+        return rec
+
+    def shards(self) -> list[str]:
+        """The names of every shard the complete run has (Neuro: and ``probes``)."""
+        rec = self.record
+        names = [_shard_name(i) for i in range(rec["n_shards"])]
+        return names + (["probes"] if rec["key"].get("method") == "neuro" else [])
 
     @property
     def complete(self) -> bool:
@@ -121,8 +169,9 @@ class Run:
     def write_shard(self, shard, measures: pd.DataFrame | None = None,
                     details: dict | None = None, seconds: float | None = None) -> None:
         """Write a finished shard: its measures (coerced to :data:`MEASURE_SCHEMA`), detail
-        tables (``{name: DataFrame}``) and arrays (``{"states": ndarray}``), then its marker
-        (which records ``seconds``, the shard's compute time, when given).
+        tables (``{name: DataFrame}``) and arrays (``{"states": ndarray}``), then its marker,
+        which records ``seconds`` (the shard's compute time, when given) and every file's path,
+        bytes, rows and SHA-256 (what :meth:`Store.verify` checks).
 
         Raises:
             StoreError: the shard is already done (finished work is never overwritten).
@@ -131,24 +180,60 @@ class Run:
         name = _shard_name(shard)
         if self.is_done(shard):
             raise StoreError(f"{self.folder}: shard {name} is already done; not overwriting it")
+        files = {}
         for detail, value in (details or {}).items():
             path = self.store.root / detail / f"run={self.id}"
             if isinstance(value, np.ndarray):
-                _atomic_write(path / f"{name}.npy", lambda p: np.save(open(p, "wb"), value))
+                files[f"{detail}/run={self.id}/{name}.npy"] = {"rows": int(len(value)), **_atomic_write(
+                    path / f"{name}.npy", lambda p: _save_npy(p, value))}
             else:
                 table = pa.Table.from_pandas(value.reset_index(drop=True), preserve_index=False)
-                _atomic_write(path / f"{name}.parquet", lambda p: pq.write_table(table, p))
+                files[f"{detail}/run={self.id}/{name}.parquet"] = {
+                    "rows": table.num_rows,
+                    **_atomic_write(path / f"{name}.parquet", lambda p: pq.write_table(table, p))}
         if measures is not None:
             missing = [c for c in MEASURE_COLUMNS if c not in measures]
             if missing:
                 raise ValueError(f"measures lack column(s) {missing}")
             table = pa.Table.from_pandas(measures[MEASURE_COLUMNS].reset_index(drop=True),
                                          schema=MEASURE_SCHEMA, preserve_index=False)
-            _atomic_write(self.store.root / "measures" / f"run={self.id}" / f"{name}.parquet",
-                          lambda p: pq.write_table(table, p))
+            files[f"measures/run={self.id}/{name}.parquet"] = {"rows": table.num_rows, **_atomic_write(
+                self.store.root / "measures" / f"run={self.id}" / f"{name}.parquet",
+                lambda p: pq.write_table(table, p))}
         marker = self.folder / "done" / name
         _atomic_write(marker, lambda p: p.write_text(json.dumps(
-            {"finished": _now(), "seconds": seconds})))
+            {"finished": _now(), "seconds": seconds, "files": files})))
+
+    def commit_shard(self, shard, measures=None, details=None, seconds: float | None = None
+                     ) -> bool:
+        """:meth:`write_shard` unless another attempt (a thread, a process) already has, under
+        the shard's lock: exactly one attempt writes; later ones are no-ops.
+
+        Returns:
+            ``True`` if this call wrote the shard, ``False`` if it was already done.
+        """
+        with self.lock(shard):
+            if self.is_done(shard):
+                return False
+            self.write_shard(shard, measures, details, seconds=seconds)
+            return True
+
+    def lock(self, shard, timeout: float = -1) -> FileLock:
+        """The exclusive lock of one shard (``runs/<run>/locks/<shard>.lock``, a
+        :class:`filelock.FileLock`: released when its holder exits or is killed). Hold it while
+        computing a shard so another process running the same run skips to another shard."""
+        path = self.folder / "locks" / f"{_shard_name(shard)}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return FileLock(path, timeout=timeout, thread_local=False)
+
+    def try_lock(self, shard) -> FileLock | None:
+        """The shard's lock, acquired, or ``None`` if another holder has it now."""
+        lock = self.lock(shard, timeout=0)
+        try:
+            lock.acquire()
+        except Timeout:
+            return None
+        return lock
 
     def compute_seconds(self) -> float | None:
         """Sum of the finished shards' compute seconds (``None`` if a shard did not record
@@ -182,10 +267,40 @@ class Store:
     """
 
     def __init__(self, root: str | os.PathLike):
+        """
+        Raises:
+            StoreError: ``root`` is a file (not a store folder).
+        """
         self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise StoreError(f"results store {str(self.root)!r} is a file, not a folder; pass a "
+                             f"folder with --store (store=)")
+        self._verified: set = set()
 
     def __repr__(self) -> str:
         return f"Store({str(self.root)!r})"
+
+    def check_writable(self) -> None:
+        """That runs can be written here: the store folder (or, while it does not exist, the
+        nearest existing folder above it) takes a file. Nothing is left behind.
+
+        Raises:
+            StoreError: not writable (read-only file system, permissions), with what to do.
+        """
+        folder = self.root
+        while not folder.exists() and folder != folder.parent:
+            folder = folder.parent
+        for sub in ("runs", "measures"):
+            if (self.root / sub).is_dir():
+                folder = self.root / sub
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".write-test-", dir=folder)
+            os.close(fd)
+            os.unlink(tmp)
+        except OSError as err:
+            raise StoreError(f"results store {str(self.root)!r} is not writable ({folder}: "
+                             f"{err.strerror}); pass a writable folder with --store (store=)"
+                             ) from None
 
     # --- writing ---------------------------------------------------------------------------
     def open_run(self, key: dict, pairs: pd.DataFrame, shard_size: int, provenance: dict
@@ -251,11 +366,160 @@ class Store:
                                            "parameters", "version", "created"])
 
     def _parts(self, folder: str, rid: str, suffix: str) -> list[Path]:
+        self.check(rid)
         d = self.root / folder / f"run={rid}"
         return sorted(d.glob(f"[!.]*{suffix}")) if d.is_dir() else []
 
+    # --- verifying and repairing -----------------------------------------------------------
+    def verify(self, runs: list[str] | None = None) -> list[dict]:
+        """Check runs (default: every run) against their records: a readable ``run.json``; a
+        complete run has every shard's done marker; every file a marker records is there with its
+        bytes, rows and SHA-256. Markers written before checksums were recorded are taken as
+        they are.
+
+        Returns:
+            one ``{"run", "shard", "file", "problem"}`` per damaged file (``shard`` is ``""`` for
+            the run record itself); empty if all is well.
+        """
+        out = []
+        for rid in self._ids() if runs is None else runs:
+            run = Run(self, rid)
+            try:
+                names = run.shards() if run.complete else sorted(run.done())
+            except StoreError as err:
+                out.append({"run": rid, "shard": "", "file": f"runs/{rid}/run.json",
+                            "problem": str(err)})
+                continue
+            done = run.done()
+            for name in names:
+                marker = run.folder / "done" / name
+                if name not in done:
+                    out.append({"run": rid, "shard": name, "file": f"runs/{rid}/done/{name}",
+                                "problem": "done marker missing"})
+                    continue
+                try:
+                    files = json.loads(marker.read_text()).get("files", {})
+                except (ValueError, UnicodeDecodeError, AttributeError):
+                    out.append({"run": rid, "shard": name, "file": f"runs/{rid}/done/{name}",
+                                "problem": "done marker unreadable"})
+                    continue
+                for rel, rec in files.items():
+                    problem = self._check_file(self.root / rel, rec)
+                    if problem:
+                        out.append({"run": rid, "shard": name, "file": rel, "problem": problem})
+        return out
+
+    def _check_file(self, path: Path, rec: dict) -> str | None:
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            return "missing"
+        seen = (str(path), st.st_ino, st.st_size, st.st_mtime_ns)
+        if seen in self._verified:
+            return None
+        if st.st_size < rec["bytes"]:
+            return f"truncated ({st.st_size:,} of {rec['bytes']:,} bytes)"
+        if _sha256(path) != rec["sha256"]:
+            return f"altered ({st.st_size:,} bytes, SHA-256 differs from the record)"
+        try:
+            rows = (pq.ParquetFile(path).metadata.num_rows if path.suffix == ".parquet"
+                    else len(np.load(path, mmap_mode="r")))
+        except Exception:  # noqa: BLE001 - any unreadable file is damaged
+            return "unreadable"
+        if rows != rec["rows"]:
+            return f"{rows} rows, the record says {rec['rows']}"
+        self._verified.add(seen)
+        return None
+
+    def check(self, rid: str) -> None:
+        """:meth:`verify` one run before its results are read.
+
+        Raises:
+            StoreError: a damaged shard: names the run, the shard, the file and the repair.
+        """
+        problems = self.verify([rid])
+        if problems:
+            first = problems[0]
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            where = f"shard {first['shard']}: " if first["shard"] else ""
+            raise StoreError(f"run {rid}: {where}{first['file']} {first['problem']}{more}; "
+                             f"repair: xcomps-study verify --store {self.root} --repair")
+
+    def repair(self, problems: list[dict] | None = None, device: str = "auto",
+               progress: bool = False) -> list[dict]:
+        """Recompute the damaged shards :meth:`verify` finds (or those of ``problems``), and only
+        them, with the run's own model, dtype, device kind and parameters. The damaged shard's
+        files and marker are moved to ``<root>/quarantine/<time>/`` (nothing is deleted); every
+        other file stays as it is.
+
+        Args:
+            device: where to load each run's model (``"auto"``: the run's device kind).
+
+        Returns:
+            one ``{"run", "shard", "moved"}`` per repaired shard.
+
+        Raises:
+            StoreError: a run that cannot be repaired (its run record is unreadable, or the
+                model loaded now is not the run's: other weights or dtype).
+        """
+        from . import methods as M
+
+        problems = self.verify() if problems is None else problems
+        damaged: dict[str, list[str]] = {}
+        for pr in problems:
+            if not pr["shard"]:
+                raise StoreError(f"cannot repair run {pr['run']}: {pr['problem']}")
+            damaged.setdefault(pr["run"], [])
+            if pr["shard"] not in damaged[pr["run"]]:
+                damaged[pr["run"]].append(pr["shard"])
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        out = []
+        for rid, names in damaged.items():
+            run = Run(self, rid)
+            rec = run.record
+            key = rec["key"]
+            lm = M._load(key["model"], key["device"] if device == "auto" else device,
+                         key["dtype"], key["model_revision"] if key.get("model_revision")
+                         and re.fullmatch(r"[0-9a-f]{40}", str(key["model_revision"])) else None)
+            mine = json.loads(json.dumps(lm.identity(), default=str))
+            if any(key.get(k) != v for k, v in mine.items()):
+                raise StoreError(f"cannot repair run {rid}: it was computed with "
+                                 f"{ {k: key.get(k) for k in mine} }, the model loaded now is "
+                                 f"{mine}")
+            p = M._run_parameters(key)
+            used = run.pairs()
+            size = rec["shard_size"]
+            for name in sorted(names, key=lambda n: (n == "probes", n)):
+                moved = self._quarantine(rid, name, stamp)
+                if name == "probes":
+                    measures, details = M._probes(self, rid, used, p), {}
+                else:
+                    i = int(name.removeprefix("shard-"))
+                    shard = used.iloc[i * size:(i + 1) * size].reset_index(drop=True)
+                    measures, details = M._SHARD[key["method"]](lm, shard, p)
+                run.commit_shard(name if name == "probes" else i, measures, details)
+                out.append({"run": rid, "shard": name, "moved": moved})
+        return out
+
+    def _quarantine(self, rid: str, name: str, stamp: str) -> list[str]:
+        """Move a shard's files and marker to ``quarantine/<stamp>/`` (same relative paths)."""
+        moved = []
+        for path in [*self.root.glob(f"*/run={rid}/{name}.*"),
+                     self.root / "runs" / rid / "done" / name]:
+            if path.is_file() and not path.relative_to(self.root).parts[0] == "quarantine":
+                rel = path.relative_to(self.root)
+                dest = self.root / "quarantine" / stamp / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(path, dest)
+                moved.append(rel.as_posix())
+        return moved
+
     def measures(self, runs: list[str]) -> pd.DataFrame:
-        """The measures of some runs, with a ``run`` column (:data:`MEASURE_SCHEMA`)."""
+        """The measures of some runs, with a ``run`` column (:data:`MEASURE_SCHEMA`).
+
+        Raises:
+            StoreError: a run's shard is missing, truncated or altered (:meth:`check`).
+        """
         frames = [pq.read_table(p).to_pandas().assign(run=rid)
                   for rid in runs for p in self._parts("measures", rid, ".parquet")]
         if not frames:
@@ -263,10 +527,18 @@ class Store:
         return pd.concat(frames, ignore_index=True)
 
     def detail(self, rid: str, name: str) -> pd.DataFrame:
-        """A detail table of a run (e.g. ``direct_tokens``, ``ppl_groups``), shards in order."""
+        """A detail table of a run (e.g. ``direct_tokens``, ``ppl_groups``), shards in order.
+
+        Raises:
+            StoreError: a damaged shard (:meth:`check`).
+        """
         frames = [pd.read_parquet(p) for p in self._parts(name, rid, ".parquet")]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
     def arrays(self, rid: str, name: str = "states") -> list[np.ndarray]:
-        """The arrays of a run's shards, in shard order (memory-mapped)."""
+        """The arrays of a run's shards, in shard order (memory-mapped).
+
+        Raises:
+            StoreError: a damaged shard (:meth:`check`).
+        """
         return [np.load(p, mmap_mode="r") for p in self._parts(name, rid, ".npy")]

@@ -13,7 +13,7 @@ computes the runs' unfinished shards:
   driver hands each idle actor a shard (a few bytes: run id and shard number, the pairs travel once
   per run through the object store) and the actor writes the shard's files into the store itself
   (on a cluster, a folder every node mounts). A killed actor is restarted and its shard retried
-  (``ray.max_retries``); the store's done markers and a per-shard lock (:func:`commit_shard`)
+  (``ray.max_retries``); the store's done markers and a per-shard file lock (:func:`commit_shard`)
   make every shard written exactly once. The run-level step of Neuro (the probes over every
   state shard) runs once, as a CPU task, after the run's last shard.
 * without Ray, or with ``executor: local``, the same plan in this process, one shard after the
@@ -36,7 +36,6 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import difflib
 import json
@@ -396,11 +395,24 @@ def plan(sweep: Sweep, store: str | os.PathLike | None = None) -> list[RunSpec]:
     :func:`xcomps_utils.methods.run` builds for the same call, so the run ids agree.
 
     Raises:
+        SweepError: a model that cannot be loaded (names ``models[i]``; see
+            :func:`xcomps_utils.models.check_model`), or a store that is a file.
         DataError: a data file is missing or altered (see :mod:`xcomps_utils.data`).
     """
     from . import methods as M
+    from .models import ModelNotFoundError, check_model
+    from .store import Store, StoreError
 
+    for i, model in enumerate(sweep.models):
+        try:
+            check_model(model, sweep.revision)
+        except (ModelNotFoundError, ModuleNotFoundError) as err:
+            _fail(sweep.file, f"models[{i}]", str(err))
     root = str(Path(store if store is not None else sweep.store).resolve())
+    try:
+        Store(root)
+    except StoreError as err:
+        _fail(sweep.file, "store", str(err))
     p = dict(bos_policy=sweep.bos_policy, token_budget=sweep.token_budget,
              batch_size=sweep.batch_size, use_chat_template=sweep.use_chat_template,
              wordings=sweep.wordings, probe_by=[list(b) for b in sweep.probe_by],
@@ -426,27 +438,6 @@ def plan(sweep: Sweep, store: str | os.PathLike | None = None) -> list[RunSpec]:
 
 # --- writing a shard exactly once ----------------------------------------------------------------
 
-@contextlib.contextmanager
-def _shard_lock(run, shard):
-    """An exclusive lock on one shard of a run (``runs/<run>/locks/<shard>``), released when the
-    holder exits or dies (``flock``; on NFS v4 a lock of the server)."""
-    from .store import _shard_name
-
-    path = run.folder / "locks" / _shard_name(shard)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as fh:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - not POSIX: the done marker alone
-            yield
-            return
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def commit_shard(run, shard, measures=None, details=None, _fault=None,
                  seconds: float | None = None) -> bool:
     """Write a computed shard unless another attempt already has: exactly one attempt wins.
@@ -465,7 +456,7 @@ def commit_shard(run, shard, measures=None, details=None, _fault=None,
     Returns:
         ``True`` if this call wrote the shard, ``False`` if it was already done (a no-op).
     """
-    with _shard_lock(run, shard):
+    with run.lock(shard):  # a filelock.FileLock: released when its holder exits or dies
         if run.is_done(shard):
             return False
         if _fault is not None and _fault.hit("files", run.record["key"]["method"], shard):

@@ -130,8 +130,12 @@ def get(name: str) -> Task:
     if name.startswith("blimp:"):
         phenomenon = name.split(":", 1)[1]
         if phenomenon not in data.blimp_phenomena():
-            close = difflib.get_close_matches(phenomenon, data.blimp_phenomena(), n=3)
-            raise data.DataError(f"unknown BLiMP phenomenon {phenomenon!r}; did you mean {close}?")
+            known = data.blimp_phenomena()
+            close = difflib.get_close_matches(phenomenon, known, n=3)
+            hint = (f"did you mean {', '.join(map(repr, close))}?" if close else
+                    f"the {len(known)} phenomena include {', '.join(map(repr, known[:3]))}, ...")
+            raise data.DataError(f"unknown BLiMP phenomenon {phenomenon!r}; {hint} "
+                                 f"(`xcomps-study tasks` lists the tasks)")
         return _blimp(phenomenon)
     close = difflib.get_close_matches(name, names(), n=2)
     raise data.DataError(f"unknown task {name!r}{f'; did you mean {close}' if close else ''}. "
