@@ -57,7 +57,8 @@ def test_agreement_follows_morphology_when_planted():
     d = _scored({"en": flip(analytic, 0.05), "zh": flip(analytic, 0.05), "vi": flip(analytic, 0.05),
                  "tr": flip(agglutinative, 0.05), "hu": flip(agglutinative, 0.05)}, n // 4)
     t = C.agreement_follows(d, "morphological_type", n_boot=200)
-    assert t.effect > 0.7 and t.verdict == "supported"
+    # five languages, types permuted within resource level: no outcome reaches 2.5%
+    assert t.effect > 0.7 and t.verdict == "cannot be decided" and t.unit == "language"
     # resource level (en, zh high; vi, tr, hu medium) cuts across the planted structure
     r = C.agreement_follows(d, "resource_level", n_boot=200)
     assert r.effect < t.effect

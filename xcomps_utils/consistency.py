@@ -221,36 +221,37 @@ def agreement_table(scored: pd.DataFrame, correct: str = "direct_correct", unit=
 _SOURCE = "this book (issue 14), on XCOMPS (He et al., 2025)"
 
 
-def _claim(name, hypothesis, measure, table, reps, groups, scope, confidence=0.95):
-    """A ClaimTest from kappa replicates. ``groups`` marks each language pair ``+1`` or ``-1``:
-    the statistic is the mean kappa over the ``+1`` pairs minus the mean over the ``-1`` pairs
-    (no ``-1`` pair: the mean over the ``+1`` pairs), undefined kappas left out."""
-    from .claims import ClaimTest, items_needed, verdict
+def _claim(name, hypothesis, measure, table, reps, groups, scope, confidence=0.95,
+           null_hypothesis=""):
+    """A ClaimTest from kappa replicates (items resampled). ``groups`` marks each language pair
+    ``+1`` or ``-1``: the statistic is the mean kappa over the ``+1`` pairs minus the mean over
+    the ``-1`` pairs (no ``-1`` pair: the mean over the ``+1`` pairs), undefined kappas left
+    out."""
+    from dataclasses import replace
 
+    from .claims import SESOI, ClaimTest, _finish, _interval, _p_sides
+
+    est = _group_stat(table["kappa"].to_numpy(float), groups)
+    vals = np.array([_group_stat(k, groups) for k in reps])
+    est, lo, hi, ok = _interval(est, vals, len(vals), confidence)
+    p_sup, p_con = _p_sides(ok, 0.0, +1, None) if np.isfinite(lo) else (math.nan, math.nan)
+    t = ClaimTest(claim=name, hypothesis=hypothesis, measure=measure, effect=est, ci_low=lo,
+                  ci_high=hi, null=0.0, direction=+1, verdict="inconclusive",
+                  n_items=table.attrs.get("items", 0), unit="item",
+                  n_obs=int(table["n"].sum()), source=_SOURCE, scope=scope,
+                  confidence=confidence, null_hypothesis=null_hypothesis or "kappa 0",
+                  test=f"bootstrap over items ({len(vals)} replicates)", p_supported=p_sup,
+                  p_contradicted=p_con, sesoi=0.1)
+    return replace(_finish(t, (1 - confidence) / 2))
+
+
+def _group_stat(k, groups):
     plus, minus = groups > 0, groups < 0
 
-    def stat(k):
-        def mean(m):
-            v = k[m & np.isfinite(k)]
-            return float(v.mean()) if len(v) else math.nan
-        return mean(plus) - mean(minus) if minus.any() else mean(plus)
-
-    est = stat(table["kappa"].to_numpy(float))
-    vals = np.array([stat(k) for k in reps])
-    ok = vals[np.isfinite(vals)]
-    n_items = table.attrs.get("items", 0)
-    if len(ok) < 0.95 * len(vals):
-        lo = hi = math.nan
-    else:
-        alpha = (1 - confidence) / 2
-        lo, hi = (float(x) for x in np.quantile(ok, [alpha, 1 - alpha]))
-    v = verdict(lo, hi, +1, 0.0)
-    return ClaimTest(claim=name, hypothesis=hypothesis, measure=measure, effect=est, ci_low=lo,
-                     ci_high=hi, null=0.0, direction=+1, verdict=v, n_items=n_items, unit="item",
-                     n_obs=int(table["n"].sum()), source=_SOURCE,
-                     items_needed=(items_needed(est, lo, hi, 0.0, n_items)
-                                   if v == "inconclusive" else None),
-                     scope=scope, confidence=confidence)
+    def mean(m):
+        v = k[m & np.isfinite(k)]
+        return float(v.mean()) if len(v) else math.nan
+    return mean(plus) - mean(minus) if minus.any() else mean(plus)
 
 
 def cross_lingual_agreement(scored: pd.DataFrame, correct: str = "direct_correct",
@@ -274,8 +275,14 @@ def agreement_follows(scored: pd.DataFrame, by: str = "morphological_type",
                       item: str = "property", n_boot: int = 2000, seed: int = 0):
     """*Languages of the same type* (``by``: a column of :func:`xcomps_utils.xcomps.languages`,
     ``morphological_type`` or ``resource_level``) *agree more on which items they know*: mean
-    kappa over same-type language pairs minus the mean over different-type pairs, items
-    resampled. The languages are fixed: the interval says nothing about other languages.
+    kappa over same-type language pairs minus the mean over different-type pairs.
+
+    Unit: the **language** (the claim is about kinds of language): the types are permuted over
+    languages, within each level of the other property (resource level for morphology and the
+    other way round: the two are confounded in the book's languages), every distinct relabeling
+    once (:func:`xcomps_utils.claims.language_claim`). With seven languages no relabeling can
+    reach the level: the verdict is "cannot be decided" and the effect a description. The
+    interval resamples items with the languages fixed (descriptive).
 
     Returns:
         :class:`xcomps_utils.claims.ClaimTest`.
@@ -283,16 +290,40 @@ def agreement_follows(scored: pd.DataFrame, by: str = "morphological_type",
     Raises:
         ValueError: no language pair of the same type, or none of different types.
     """
+    from .claims import language_claim
     from .xcomps import languages
 
-    kind = languages().set_index("iso")[by]
+    info = languages().set_index("iso")
+    other = "resource_level" if by == "morphological_type" else "morphological_type"
     table, reps = bootstrap_kappas(scored, correct, unit, item, n_boot, seed)
+    kind = info[by]
     same = (table.lang_a.map(kind) == table.lang_b.map(kind)).to_numpy()
     if same.all() or not same.any():
         raise ValueError(f"need language pairs of the same and of different {by}; the languages "
                          f"give {int(same.sum())} same and {int((~same).sum())} different")
+    kappas = table["kappa"].to_numpy(float)
+    langs = sorted(set(table.lang_a) | set(table.lang_b))
+    pos = {l: i for i, l in enumerate(langs)}
+    a = table.lang_a.map(pos).to_numpy()
+    b = table.lang_b.map(pos).to_numpy()
+
+    def stat(_, labels):
+        s = labels[a] == labels[b]
+        return _group_stat(kappas, np.where(s, 1.0, -1.0)) if s.any() and (~s).any() \
+            else math.nan
+    desc = np.array([_group_stat(k, np.where(same, 1.0, -1.0)) for k in reps])
+    desc = desc[np.isfinite(desc)]
+    interval = (tuple(float(x) for x in np.quantile(desc, [0.025, 0.975]))
+                if len(desc) >= 0.95 * len(reps) else (math.nan, math.nan))
     name = by.replace("_", " ")
-    return _claim(f"agreement_follows_{by}", f"languages of the same {name} agree more on which "
-                  f"items they know", f"mean kappa, same minus different {name} "
-                  f"({int(same.sum())} vs {int((~same).sum())} language pairs)", table, reps,
-                  np.where(same, 1.0, -1.0), correct.split("_")[0])
+    strata = info[other].reindex(langs).rename(other.replace("_", " "))
+    return language_claim(
+        f"agreement_follows_{by}", f"languages of the same {name} agree more on which items "
+        f"they know", f"mean kappa, same minus different {name} ({int(same.sum())} vs "
+        f"{int((~same).sum())} language pairs)", pd.Series(np.zeros(len(langs)), index=langs),
+        kind.reindex(langs), stat, +1, strata=strata if strata.nunique() > 1 else None,
+        source=_SOURCE, scope=correct.split("_")[0],
+        null_hypothesis=f"agreement between two languages does not depend on sharing a {name}",
+        interval=interval, n_obs=int(table["n"].sum()),
+        caveat=f"{name} is confounded with {other.replace('_', ' ')} in these languages; types "
+               f"are permuted within each {other.replace('_', ' ')}.", seed=seed)

@@ -72,8 +72,7 @@ from .words import token_boundaries, token_spans, word_spans
 
 __all__ = ["CATEGORIES", "ConceptSpan", "concept_span", "continuation_logprob", "split_pair",
            "Decomposition", "decompose_pairs", "proportion_summary", "prior_share",
-           "prior_explains_direct", "direct_needs_prior", "concept_carries_most",
-           "property_beyond_typical"]
+           "direct_needs_prior", "concept_carries_most", "property_above_chance"]
 
 CATEGORIES = ("prefix", "concept", "property", "period")
 
@@ -444,10 +443,19 @@ def proportion_summary(decomposed: pd.DataFrame, by: str | list[str] = "lang",
 # --- the concept prior: shares and claims -----------------------------------------------------
 
 def _decided(d: pd.DataFrame, cols=("direct_tie", "cond_tie")) -> pd.DataFrame:
+    """Pairs that are a decision of each judge named in ``cols``: not a tie and, for full
+    Direct, not a near tie of the run (``direct_near_tie``, or ``direct_decision`` when the pairs
+    carry the run's decisions, :func:`xcomps_utils.precision.decisions`), so this chapter's
+    Direct accuracy is the XCOMPS chapter's."""
     keep = np.ones(len(d), dtype=bool)
     for c in cols:
-        if c in d:
-            keep &= ~d[c].fillna(0).astype(bool).to_numpy()
+        if c == "direct_tie" and "direct_decision" in d:
+            keep &= d["direct_decision"].isin(["right", "wrong"]).to_numpy()
+            continue
+        extra = ["direct_near_tie"] if c == "direct_tie" else []
+        for col in [c] + extra:
+            if col in d:
+                keep &= ~d[col].fillna(0).astype(bool).to_numpy()
     return d[keep]
 
 
@@ -468,20 +476,25 @@ def _level(value):
 
 def prior_share(decomposed: pd.DataFrame, by: str | list[str] | None = "lang",
                 item: str = "property", n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
-    """The share of Direct decisions the concept prior alone explains, with intervals.
+    """How often the two judges of a pair disagree, with the net effect of the concept prior.
 
-    Definition: among the pairs full-sentence Direct gets right (``delta > 0``; ties left out),
-    the fraction whose continuation after the concept does *not* prefer the acceptable sentence
-    (``cond_delta <= 0``): Direct is right only because the acceptable concept (its prefix) is
-    more probable, ``prior_delta > -cond_delta``. Also, per group: ``direct_acc``, ``cond_acc``
-    (ties left out of each), ``both``, ``only_direct``, ``only_cond``, ``neither`` (counts of
-    pairs), and the share's 95% percentile interval resampling whole items (``item``: a
-    concept-property item in every language at once, :func:`xcomps_utils.claims.bootstrap_means`).
+    ``prior_share`` (a *gross* count, not an explanation): among the pairs full-sentence Direct
+    gets right (``delta > 0``; ties and near ties left out), the fraction whose continuation
+    after the concept does *not* prefer the acceptable sentence (``cond_delta <= 0``). It is far
+    from 0 even with no systematic prior and no knowledge: with independent zero-mean noise on
+    both parts it is about 25%. Its baseline is the mirror count, ``only_cond``: pairs the prior
+    turns wrong. The **net** effect, ``net = (only_direct - only_cond) / decided pairs`` (=
+    Direct minus conditional Direct accuracy over the pairs both decide), is 0 when the prior is
+    as likely to help as to hurt (sign-symmetric); it is what
+    :func:`direct_needs_prior` tests. Also, per group: ``direct_acc``, ``cond_acc``, ``both``,
+    ``only_direct``, ``only_cond``, ``neither`` (counts of pairs), and ``prior_share``'s 95%
+    percentile interval resampling whole items (``item``: a concept-property item in every
+    language at once, :func:`xcomps_utils.claims.bootstrap_means`).
 
     Returns:
         one row per group (``by=None``: one row, ``all``): ``pairs``, ``direct_correct``
         (count), ``prior_share``, ``ci_low``, ``ci_high``, ``items``, ``direct_acc``,
-        ``cond_acc``, ``both``, ``only_direct``, ``only_cond``, ``neither``.
+        ``cond_acc``, ``both``, ``only_direct``, ``only_cond``, ``neither``, ``net``.
     """
     from .claims import bootstrap_means
 
@@ -498,8 +511,18 @@ def prior_share(decomposed: pd.DataFrame, by: str | list[str] | None = "lang",
                      "direct_acc": float(_decided(d, ("direct_tie",))["direct_correct"].mean()),
                      "cond_acc": float(_decided(d, ("cond_tie",))["cond_correct"].mean()),
                      "both": int((dc & cc).sum()), "only_direct": int((dc & ~cc).sum()),
-                     "only_cond": int((~dc & cc).sum()), "neither": int((~dc & ~cc).sum())})
+                     "only_cond": int((~dc & cc).sum()), "neither": int((~dc & ~cc).sum()),
+                     "net": _net(d)})
     return pd.DataFrame(rows)
+
+
+def _net(d: pd.DataFrame) -> float:
+    """(only Direct right - only conditional right) / pairs both judges decide."""
+    both = _decided(d, ("direct_tie", "cond_tie"))
+    if not len(both):
+        return math.nan
+    dc, cc = both["direct_correct"] == 1, both["cond_correct"] == 1
+    return float(((dc & ~cc).sum() - (~dc & cc).sum()) / len(both))
 
 
 _SOURCE = "this book (issue 14): XCOMPS (He et al., 2025) x token-level perplexity (Prins et al., 2026)"
@@ -507,47 +530,32 @@ _SOURCE = "this book (issue 14): XCOMPS (He et al., 2025) x token-level perplexi
 
 def direct_needs_prior(decomposed: pd.DataFrame, scope: str = "all languages",
                        item: str = "property", **kw):
-    """*Full-sentence Direct is more accurate than Direct on the property alone* (the concept
-    prior helps Direct): accuracy of Direct minus accuracy of conditional Direct (fraction of
-    pairs, ties left out of each), items resampled. Supported means part of Direct's accuracy
-    is owed to the concept's prior, not to knowledge of the property (COMPS, Misra et al. 2023,
-    removes the prior the same way).
+    """*The concept prior helps Direct, net*: full-sentence Direct minus conditional Direct
+    accuracy, over the pairs both decide (ties and near ties left out), items resampled.
+
+    The null is a sign-symmetric prior: the concept's prior turns as many wrong pairs right as
+    right pairs wrong, and the two accuracies are equal. Supported means part of Direct's
+    accuracy is owed to the concept's prior, not to knowledge of the property (COMPS, Misra et
+    al. 2023, removes the prior the same way); contradicted means the prior hurts Direct, net.
 
     Returns:
         :class:`xcomps_utils.claims.ClaimTest`.
     """
-    from .claims import evaluate_claim
+    from .claims import SESOI, evaluate_claim
 
-    long = pd.concat([
-        _decided(decomposed, ("direct_tie",)).assign(judge="a_direct",
-                                                     right=lambda x: x["direct_correct"]),
-        _decided(decomposed, ("cond_tie",)).assign(judge="b_cond",
-                                                   right=lambda x: x["cond_correct"])])
+    both = _decided(decomposed, ("direct_tie", "cond_tie"))
+    long = pd.concat([both.assign(judge="a_direct", right=both["direct_correct"]),
+                      both.assign(judge="b_cond", right=both["cond_correct"])])
 
     def combine(means, levels):
         return means[:, levels.index("a_direct")] - means[:, levels.index("b_cond")]
-    return evaluate_claim("direct_needs_prior", "full-sentence Direct is more accurate than "
-                          "Direct on the property tokens alone", "Direct minus conditional "
-                          "Direct accuracy", long, ("right", "judge", combine), item, +1, 0.0,
-                          "item", _SOURCE, scope=scope, **kw)
-
-
-def prior_explains_direct(decomposed: pd.DataFrame, threshold: float = 0.1,
-                          scope: str = "all languages", item: str = "property", **kw):
-    """*The concept prior alone explains more than* ``threshold`` *of Direct's correct
-    decisions*: :func:`prior_share` against ``threshold`` (direction +1), items resampled.
-
-    Returns:
-        :class:`xcomps_utils.claims.ClaimTest`.
-    """
-    from .claims import evaluate_claim
-
-    return evaluate_claim("prior_explains_direct", f"the concept prior alone explains more than "
-                          f"{threshold:.0%} of Direct's correct decisions", "share of Direct-"
-                          "correct pairs whose property tokens do not prefer the acceptable "
-                          "sentence", _prior_rows(decomposed),
-                          ("prior_only", "direct_right", _level(1)), item, +1, threshold, "item",
-                          _SOURCE, scope=scope, **kw)
+    return evaluate_claim("direct_needs_prior", "the concept prior helps Direct, net: "
+                          "full-sentence Direct is more accurate than Direct on the property "
+                          "tokens alone", "Direct minus conditional Direct accuracy (net effect "
+                          "of the prior)", long, ("right", "judge", combine), item, +1, 0.0,
+                          "item", _SOURCE, scope=scope, null_hypothesis="the prior is "
+                          "sign-symmetric: as many pairs turned right as turned wrong",
+                          sesoi=SESOI["accuracy"], **kw)
 
 
 def concept_carries_most(decomposed: pd.DataFrame, unit: str = "s",
@@ -566,23 +574,25 @@ def concept_carries_most(decomposed: pd.DataFrame, unit: str = "s",
                           "difference", f"mean plain proportion on concept tokens "
                           f"({'surprisal' if unit == 's' else 'perplexity'} differences)",
                           decomposed.dropna(subset=[col]), (col, None, _level(None)), item,
-                          +1, 0.5, "item", _SOURCE, scope=scope, **kw)
+                          +1, 0.5, "item", _SOURCE, scope=scope, null_hypothesis="the concept "
+                          "tokens carry half of the difference", sesoi=0.1, **kw)
 
 
-def property_beyond_typical(decomposed: pd.DataFrame, unit: str = "s",
-                            scope: str = "all languages", item: str = "property", **kw):
-    """*The property tokens move the difference in the right direction more than a typical
-    token* (Prins et al.'s normalized proportion, on the tokens that carry the knowledge): mean
-    normalized proportion of the property category above 0, items resampled.
+def property_above_chance(decomposed: pd.DataFrame, scope: str = "all languages",
+                          item: str = "property", **kw):
+    """*The property tokens prefer the acceptable sentence*: conditional Direct accuracy minus
+    chance (0.5), over the pairs it decides, items resampled. The null: the continuation after
+    the concept is as likely to prefer either sentence (no knowledge of the property given the
+    concept).
 
     Returns:
         :class:`xcomps_utils.claims.ClaimTest`.
     """
-    from .claims import evaluate_claim
+    from .claims import SESOI, evaluate_claim
 
-    col = f"norm_property_{unit}"
-    return evaluate_claim("property_beyond_typical", "the property tokens prefer the acceptable "
-                          "sentence more than a typical token", "mean normalized proportion on "
-                          "property tokens", decomposed.dropna(subset=[col]),
-                          (col, None, _level(None)), item, +1, 0.0, "item", _SOURCE,
-                          scope=scope, **kw)
+    d = _decided(decomposed, ("cond_tie",))
+    return evaluate_claim("property_above_chance", "the property tokens prefer the acceptable "
+                          "sentence", "conditional Direct accuracy minus 0.5", d,
+                          ("cond_correct", None, lambda m, _: m[:, 0] - 0.5), item, +1, 0.0,
+                          "item", _SOURCE, scope=scope, null_hypothesis="conditional Direct is "
+                          "at chance (0.5)", sesoi=SESOI["accuracy"], **kw)

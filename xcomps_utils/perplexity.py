@@ -43,7 +43,7 @@ from .words import token_spans as _contiguous_spans  # token i owns up to token 
 
 __all__ = ["load_wordings", "PromptPair", "build_prompt_pairs", "align_groups",
            "plain_proportion", "normalized_proportion", "score_prompt_pairs", "CATEGORIES",
-           "item_summary", "claim_tests", "order_table"]
+           "item_summary", "claim_tests", "order_table", "prompt_pair_measures"]
 
 CATEGORIES = ("pivotal", "period", "other")
 _PERIODS = ".\u3002\uff0e"  # full stop, ideographic full stop, fullwidth full stop
@@ -302,36 +302,119 @@ def item_summary(metrics: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-def claim_tests(metrics: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> list:
-    """The paper's claims tested per task on one run (:mod:`xcomps_utils.claims`), items
-    (minimal pairs) resampled with all their prompt pairs:
+def prompt_pair_measures(groups: pd.DataFrame, metrics: pd.DataFrame | None = None,
+                         unit: str = "ppl") -> pd.DataFrame:
+    """The pivotal tokens' share of a prompt pair's difference, measured three ways, from the
+    aligned groups (the ``ppl_groups`` detail of a ``token_ppl`` run).
 
-    * every task: the correct prompt gets the lower perplexity (accuracy above 0.5); accuracy
-      depends on the presentation order (two-sided); pivotal tokens carry more than a typical
-      token (normalized proportion above 0);
-    * the nonsense control: the pivotal token carries most of ΔPPL (plain proportion above 0.5);
-    * the other tasks: pivotal tokens do not carry the whole ΔPPL (plain proportion below 1).
+    With ``d_g = PPL_B(g) - PPL_A(g)`` (``unit="ppl"``) or ``s_B(g) - s_A(g)`` (``"s"``), per
+    (task, pair_id, wording, order):
+
+    * ``whole_<unit>`` = ``Σ_g d_g``, the total (signed) difference, and ``paper_plain_pivotal_<unit>``
+      = ``Σ_pivotal |d_g| / |Σ_g d_g|``: the plain proportion with the paper's denominator, "the
+      total PPL difference between the two prompts" (Prins et al. 2026, §2). It exceeds 1 when
+      other tokens pull the other way; ``pivotal_whole`` is 1 where it reaches 1 (the pivotal
+      tokens explain the whole difference), else 0.
+    * ``influence_pivotal_<unit>`` = ``mean_pivotal |d_g| / Σ|d| - mean_all |d_g| / Σ|d|``: the
+      *average* pivotal group's share minus the average group's (``1 / n_groups``); 0 for a
+      pivotal group like a random group, whatever its sign.
+    * ``direction_pivotal_<unit>`` = ``Σ_pivotal d_g / Σ_pivotal |d_g|`` in [-1, 1].
+    * ``norm_avg_pivotal_<unit>`` = ``mean_pivotal d_g / Σ|d| - median_all d_g / Σ|d|``: the
+      paper's normalized proportion as its text says (the average over pivotal tokens); the
+      stored ``norm_pivotal_<unit>`` is the sum over pivotal groups, ``n_pivotal`` times this.
 
     Args:
-        metrics: the widened ``token_ppl`` measures (one row per prompt pair, with ``task``,
-            ``pair_id``, ``order``, ``correct``, ``plain_pivotal_ppl``, ``norm_pivotal_ppl``).
+        groups: aligned groups with ``task``, ``pair_id``, ``wording``, ``order``,
+            ``s_correct``, ``s_incorrect``, ``category``.
+        metrics: the widened per-prompt-pair measures; when given, the new columns are joined
+            to it.
 
     Returns:
-        a list of :class:`xcomps_utils.claims.ClaimTest`, task by task.
+        one row per prompt pair (or ``metrics`` with the columns added); a prompt pair without
+        a pivotal group or with no difference has NaN.
+    """
+    keys = ["task", "pair_id", "wording", "order"]
+    missing = [c for c in keys + ["s_correct", "s_incorrect", "category"] if c not in groups]
+    if missing:
+        raise KeyError(f"groups need column(s) {missing}; they have {list(groups.columns)}")
+    g = groups[keys + ["s_correct", "s_incorrect", "category"]].copy()
+    if unit == "ppl":
+        g["d"] = np.exp(g["s_incorrect"]) - np.exp(g["s_correct"])
+    elif unit == "s":
+        g["d"] = g["s_incorrect"] - g["s_correct"]
+    else:
+        raise ValueError(f"unit must be 'ppl' or 's', got {unit!r}")
+    g["a"] = g["d"].abs()
+    g["piv"] = g["category"] == "pivotal"
+    by = g.groupby(keys, sort=False)
+    total_abs = by["a"].transform("sum")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        g["share"] = g["a"] / total_abs
+        g["signed"] = g["d"] / total_abs
+    agg = by.agg(whole=("d", "sum"), n=("d", "size"),
+                 median_signed=("signed", "median"))
+    p = g[g["piv"]].groupby(keys, sort=False).agg(piv_abs=("a", "sum"), piv_d=("d", "sum"),
+                                                  piv_share=("share", "mean"),
+                                                  piv_signed=("signed", "mean"))
+    out = agg.join(p, how="left")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        paper = out["piv_abs"] / out["whole"].abs()
+        out[f"whole_{unit}"] = out["whole"]
+        out[f"paper_plain_pivotal_{unit}"] = paper.where(out["whole"] != 0)
+        out["pivotal_whole"] = (paper >= 1).astype(float).where(paper.notna())
+        out[f"influence_pivotal_{unit}"] = out["piv_share"] - 1 / out["n"]
+        out[f"direction_pivotal_{unit}"] = (out["piv_d"] / out["piv_abs"]).where(out["piv_abs"] > 0)
+        out[f"norm_avg_pivotal_{unit}"] = out["piv_signed"] - out["median_signed"]
+    cols = [f"whole_{unit}", f"paper_plain_pivotal_{unit}", "pivotal_whole",
+            f"influence_pivotal_{unit}", f"direction_pivotal_{unit}", f"norm_avg_pivotal_{unit}"]
+    out = out[cols].reset_index()
+    if metrics is None:
+        return out
+    m = metrics.drop(columns=[c for c in cols if c in metrics])
+    out["pair_id"] = out["pair_id"].astype(m["pair_id"].dtype)
+    return m.merge(out, on=keys, how="left")
+
+
+#: the paper's primary claims (a confirmatory family): the nonsense control's pivotal token
+#: carries most of the difference; in the main tasks, pivotal tokens rarely explain it whole
+PRIMARY = ("pivotal_carries_most", "pivotal_rarely_whole")
+
+
+def claim_tests(metrics: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> list:
+    """The paper's claims tested per task on one run (:mod:`xcomps_utils.claims`), items
+    (minimal pairs) resampled with all their prompt pairs, in two families:
+
+    * **confirmatory** (the paper's primary claims, Holm over the family): in the nonsense
+      control, the pivotal token carries most of ``Σ|ΔPPL|``; in every other task, pivotal tokens
+      rarely explain the whole difference (the paper's denominator, so "whole" is reachable);
+    * **exploratory** (Holm over tasks x claims): accuracy above chance; an order effect
+      (two-sided); pivotal influence beyond an average token (unsigned); pivotal direction
+      (signed).
+
+    Args:
+        metrics: the widened ``token_ppl`` measures with :func:`prompt_pair_measures`' columns
+            (one row per prompt pair, with ``task``, ``pair_id``, ``order``, ``correct``,
+            ``plain_pivotal_ppl``, ``pivotal_whole``, ``influence_pivotal_ppl``,
+            ``direction_pivotal_ppl``).
+
+    Returns:
+        a list of :class:`xcomps_utils.claims.ClaimTest`, confirmatory first.
     """
     from . import claims
 
     kw = {"n_boot": n_boot, "seed": seed}
-    tests = []
+    primary, explore = [], []
     for task in metrics["task"].unique():
-        tests.append(claims.above_chance(metrics, task, accuracy="correct", **kw))
-        tests.append(claims.order_effect(metrics, task, **kw))
         if task == "nonsense":
-            tests.append(claims.pivotal_carries_most(metrics, task, **kw))
+            primary.append(claims.pivotal_carries_most(metrics, task, **kw))
         else:
-            tests.append(claims.pivotal_never_whole(metrics, task, **kw))
-        tests.append(claims.pivotal_beyond_typical(metrics, task, **kw))
-    return tests
+            primary.append(claims.pivotal_rarely_whole(metrics, task, **kw))
+        explore.append(claims.above_chance(metrics, task, accuracy="correct", **kw))
+        explore.append(claims.order_effect(metrics, task, **kw))
+        explore.append(claims.pivotal_influence(metrics, task, **kw))
+        explore.append(claims.pivotal_direction(metrics, task, **kw))
+    return (claims.correct(primary, "token-level perplexity, primary claims", "confirmatory")
+            + claims.correct(explore, "token-level perplexity, per task", "exploratory"))
 
 
 def order_table(metrics: pd.DataFrame) -> pd.DataFrame:

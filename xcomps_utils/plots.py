@@ -209,11 +209,14 @@ def plot_heatmaps(tables: dict[str, pd.DataFrame], model: str, vmin: float = 0.0
 
 
 def plot_probe_layers(by_layer: pd.DataFrame, model: str, by: str = "lang"):
-    """The probe by layer, read against its baselines (:mod:`xcomps_utils.probing`).
+    """The probe by layer, read against baselines that hold under leak-free folds
+    (:mod:`xcomps_utils.probing`).
 
     Three panels, one line per ``by`` group (legend: the group and its number of sentences):
-    balanced accuracy (chance 0.5) with the control task dashed; selectivity (real minus
-    control balanced accuracy); F1 with each group's always-"acceptable" baseline dotted.
+    balanced accuracy (chance 0.5) with the label-permutation null's 95th percentile dashed
+    (when the table has ``null_q95``) and the embedding layer marked; the probe minus that null
+    (above 0: beyond what shuffled labels reach at that layer); F1 with each group's
+    always-"acceptable" baseline dotted.
 
     Args:
         by_layer: the first table of :func:`xcomps_utils.probing.probe_tables` (rows of one probe
@@ -221,35 +224,40 @@ def plot_probe_layers(by_layer: pd.DataFrame, model: str, by: str = "lang"):
     """
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.9), sharex=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    has_null = "null_q95" in by_layer and by_layer["null_q95"].notna().any()
     for k, (key, g) in enumerate(by_layer.groupby(by, sort=False)):
         c = colors[k % len(colors)]
         label = f"{key} (n={int(g['n_sentences'].iat[0])})"
         axes[0].plot(g["layer"], g["balanced_accuracy"], color=c, marker="o", ms=2.5, label=label)
-        if "control_balanced_accuracy" in g:
-            axes[0].plot(g["layer"], g["control_balanced_accuracy"], color=c, ls="--", lw=0.9)
-            axes[1].plot(g["layer"], g["selectivity"], color=c, marker="o", ms=2.5)
+        if has_null:
+            axes[0].plot(g["layer"], g["null_q95"], color=c, ls="--", lw=0.9)
+            axes[1].plot(g["layer"], g["balanced_accuracy"] - g["null_q95"], color=c,
+                         marker="o", ms=2.5)
         axes[2].plot(g["layer"], g["f1"], color=c, marker="o", ms=2.5)
         axes[2].axhline(g["majority_f1"].iat[0], color=c, ls=":", lw=0.9)
     axes[0].axhline(0.5, color="0.4", lw=0.8)
+    axes[0].axvline(0, color="0.7", lw=6, alpha=0.3, zorder=0)
     axes[0].set_ylabel("balanced accuracy (chance 0.5)")
-    axes[0].set_title("probe (solid) and control task (dashed)", fontsize=10)
+    axes[0].set_title("probe (solid); permutation null, 95th pct. (dashed);\n"
+                      "grey band: embedding layer", fontsize=9)
     axes[1].axhline(0.0, color="0.4", lw=0.8)
-    axes[1].set_ylabel("selectivity (probe − control)")
-    axes[1].set_title("selectivity (Hewitt & Liang, 2019)", fontsize=10)
+    axes[1].set_ylabel("probe − null 95th percentile")
+    axes[1].set_title("above 0: beyond shuffled labels at that layer", fontsize=9)
     axes[2].set_ylabel("F1 (acceptable = positive)")
-    axes[2].set_title("F1; dotted: always answer 'acceptable'", fontsize=10)
+    axes[2].set_title("F1; dotted: always answer 'acceptable'", fontsize=9)
     for ax in axes:
         ax.set_xlabel("layer (0 = embeddings)")
     axes[0].set_ylim(0.2, 1.02)
     axes[2].set_ylim(0, 1.02)
     axes[0].legend(fontsize=8, ncol=2, title=f"{by} (sentences)", title_fontsize=8)
-    fig.suptitle(f"Neuro: logistic-regression probe by layer, concept-disjoint 5-fold "
+    fig.suptitle(f"Neuro: logistic-regression probe by layer, item-whole concept-disjoint 5-fold "
                  f"cross-validation, {model}", fontsize=11)
     fig.tight_layout()
     return fig
 
 
-VERDICT_COLORS = {"supported": "#2a9d8f", "contradicted": "#e76f51", "inconclusive": "#8d99ae"}
+VERDICT_COLORS = {"supported": "#2a9d8f", "contradicted": "#e76f51", "inconclusive": "#8d99ae",
+                  "cannot be decided": "#c9ccd3"}
 
 
 def plot_claims(table: pd.DataFrame, model: str, title: str = "Claims tested"):
@@ -270,7 +278,8 @@ def plot_claims(table: pd.DataFrame, model: str, title: str = "Claims tested"):
     labels = [f"{r['claim'].replace('_', ' ')} ({r['scope']})" if r["scope"] else r["claim"]
               for _, r in table.iterrows()]
     ax.set_yticks(y, labels, fontsize=8)
-    ax.set_xlabel("effect (each claim's own unit; see the table), 95% interval")
+    ax.set_xlabel("effect (each claim's own unit; see the table), 95% interval; verdicts "
+                  "after each family's Holm correction")
     for v, c in VERDICT_COLORS.items():
         ax.plot([], [], color=c, lw=2.2, label=v)
     ax.legend(fontsize=8, loc="lower right")

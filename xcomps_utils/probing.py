@@ -1,9 +1,9 @@
 """A probing protocol a reviewer accepts: leak-free folds, a layer chosen without peeking,
-chance-aware scores, baselines and a control task.
+chance-aware scores, and baselines that hold under those folds.
 
 XCOMPS' Neuro method (He et al., 2025) trains a logistic-regression probe on the last-token state
 of each layer to tell acceptable from unacceptable sentences and reports F1 averaged over five
-cross-validation folds. Read naively, three things inflate it:
+cross-validation folds. Read naively, four things mislead:
 
 * **Peeking at the layer.** The best of ``L + 1`` cross-validated scores is biased upward.
   :func:`nested_probe` chooses the layer on inner folds of each outer training set only
@@ -13,15 +13,25 @@ cross-validation folds. Read naively, three things inflate it:
   and the Matthews correlation (chance 0) are reported beside it, and :func:`baselines` gives the
   majority-class scores.
 * **Concept identity leaks across folds.** A concept can be the acceptable concept of one item
-  and a negative of another. :func:`leak_free_groups` joins every sentence sharing an item or a
-  concept into one group, so no concept sits in both the training and the test sentences of a
-  fold; when that is impossible (one group holds most sentences), folds group by concept alone,
-  and only when even that fails by item, with ``leaked_concepts`` saying how many concepts cross.
+  and a negative of another. No concept may sit in the training and the test sentences of a
+  fold (:func:`make_folds`).
+* **Splitting an item turns the probe below chance.** An item's five sentences share its
+  property phrase, and exactly one of them is acceptable. Folds that keep concepts apart but
+  split items (grouping by concept alone) put some of an item's sentences in training and the
+  rest in test, and the label share of the two parts is anti-correlated: if the acceptable one is
+  trained on, the test part is all negatives, and the other way round. A probe that learns the
+  property phrase then predicts the wrong way on the test part: balanced accuracy *below* 0.5
+  (shown on synthetic states in ``tests/test_probing.py``). So folds keep every item whole, and a
+  concept shared between a test item and training items is removed from that fold's *training*
+  sentences (``grouping="item, purged"``).
 
-A **control task** (Hewitt & Liang, 2019) gives each concept a random label (same class balance)
-and trains the same probe on it; ``selectivity`` = real minus control balanced accuracy, by layer.
-A probe that only memorises concepts scores well on the control task too, so its selectivity is
-near 0.
+**Baselines that hold under these folds.** A control task (Hewitt & Liang, 2019: a random label
+per concept) cannot be learnt when test concepts are never trained on: it sits at 0.5 whatever a
+layer encodes, so it is not used (:func:`control_labels` stays for exercises on leaking folds,
+where it measures memorisation). Instead: a **label-permutation null** (:func:`permutation_null`:
+labels shuffled within items, the same folds, every layer refit; the null of the best layer's
+score, which also bounds the nested score), and the **embedding layer** (layer 0: what the input
+tokens alone give, the floor any contextual layer should beat).
 
 Scores are computed from the pooled out-of-fold predictions (every sentence is predicted once, by
 a probe that did not see it), which stays defined when a small test fold holds one class only.
@@ -37,7 +47,11 @@ import pandas as pd
 from .neuro import ProbeError
 
 __all__ = ["probe_sentences", "leak_free_groups", "control_labels", "baselines", "make_folds",
-           "probe_layers", "nested_probe", "probe_pairs", "probe_tables", "ProbeError"]
+           "probe_layers", "nested_probe", "permutation_null", "probe_pairs", "probe_tables",
+           "ProbeError", "DEFAULT_N_PERMUTATIONS"]
+
+#: label permutations of the probe's null: 39 gives a smallest p of 1/40 = 0.025
+DEFAULT_N_PERMUTATIONS = 39
 
 #: a group may hold at most this share of the sentences for concept-disjoint folds to be used
 MAX_GROUP_SHARE = 0.5
@@ -123,31 +137,32 @@ def baselines(labels) -> dict:
 
 def make_folds(labels, items, concepts, n_splits: int = 5, seed: int = 0
                ) -> tuple[list[tuple[np.ndarray, np.ndarray]], dict]:
-    """Cross-validation folds with no concept on both sides of any fold.
+    """Cross-validation folds that keep every item whole and no concept on both sides.
 
     Tried in this order, the first that fills ``n_splits`` stratified folds
     (``StratifiedGroupKFold``) with both classes in every training set wins:
 
     1. ``"item+concept"``: groups of :func:`leak_free_groups` (no item and no concept split),
        unless one group holds more than :data:`MAX_GROUP_SHARE` of the sentences;
-    2. ``"concept"``: one group per concept (every sentence names one concept, so no concept is
-       split; an item's sentences may be, which leaks nothing about the label when every item
-       has the same share of acceptable sentences, as in XCOMPS);
-    3. ``"item"``: one group per item; concepts may then cross folds, counted in
-       ``leaked_concepts``.
+    2. ``"item, purged"``: one group per item; then, in each fold, the training sentences that
+       name a concept of the test sentences are left out of that fold's training set (counted in
+       ``purged``). No item is split (splitting one anti-correlates the label shares of its two
+       parts, see the module docstring) and no concept is on both sides.
 
     Returns:
         ``(folds, info)``: folds as (train, test) index arrays; ``info`` with ``grouping``,
-        ``n_groups`` and ``leaked_concepts`` (distinct concepts found in the training and the test
-        sentences of some fold; 0 for the first two groupings).
+        ``n_groups``, ``leaked_concepts`` (0), ``leaked_items`` (0) and ``purged`` (training
+        sentences left out, summed over folds).
 
     Raises:
-        ProbeError: one class only, or too few groups or examples of a class for ``n_splits``.
+        ProbeError: one class only, or too few items or examples of a class for ``n_splits``,
+            or a purged training set with one class.
     """
     from sklearn.model_selection import StratifiedGroupKFold
 
     labels = np.asarray(labels)
     concepts = np.asarray(concepts, dtype=object)
+    items = np.asarray(items, dtype=object)
     classes, counts = np.unique(labels, return_counts=True)
     if len(classes) < 2:
         raise ProbeError(f"only one class ({classes.tolist()}) among {len(labels)} examples: "
@@ -156,33 +171,37 @@ def make_folds(labels, items, concepts, n_splits: int = 5, seed: int = 0
         raise ProbeError(f"class {classes[counts.argmin()]!r} has {counts.min()} examples, fewer "
                          f"than the {n_splits} folds")
 
-    def split(groups):
+    def split(groups, purge):
         if len(np.unique(groups)) < n_splits:
             return None
         if np.bincount(groups).max() / len(groups) > MAX_GROUP_SHARE:
             return None
         cv = StratifiedGroupKFold(n_splits=n_splits, shuffle=True, random_state=seed)
         folds = list(cv.split(np.zeros(len(labels)), labels, groups))
+        if purge:
+            folds = [(tr[~np.isin(concepts[tr], concepts[te])], te) for tr, te in folds]
         if any(len(np.unique(labels[tr])) < 2 or len(te) == 0 for tr, te in folds):
             return None
         return folds
 
-    candidates = (("item+concept", lambda: leak_free_groups(items, concepts)),
-                  ("concept", lambda: pd.factorize(concepts)[0]),
-                  ("item", lambda: pd.factorize(np.asarray(items, dtype=object))[0]))
-    for grouping, make in candidates:
+    candidates = (("item+concept", lambda: leak_free_groups(items, concepts), False),
+                  ("item, purged", lambda: pd.factorize(items)[0], True))
+    for grouping, make, purge in candidates:
         groups = make()
-        folds = split(groups)
+        folds = split(groups, purge)
         if folds is not None:
             break
     else:
         raise ProbeError(f"{len(np.unique(groups))} items cannot fill {n_splits} folds with "
                          f"both classes in every training set")
-    leaked = set()
+    leaked_c, leaked_i = set(), set()
     for tr, te in folds:
-        leaked |= set(concepts[tr]) & set(concepts[te])
+        leaked_c |= set(concepts[tr]) & set(concepts[te])
+        leaked_i |= set(items[tr]) & set(items[te])
+    purged = sum(len(labels) - len(te) - len(tr) for tr, te in folds)
     return folds, {"grouping": grouping, "n_groups": int(len(np.unique(groups))),
-                   "leaked_concepts": len(leaked)}
+                   "leaked_concepts": len(leaked_c), "leaked_items": len(leaked_i),
+                   "purged": int(purged)}
 
 
 def _probe(max_iter):
@@ -304,9 +323,51 @@ def nested_probe(states: np.ndarray, labels, items, concepts, folds, inner_split
             "layer_min": int(min(chosen)), "layer_max": int(max(chosen))}
 
 
+def _permute_within(labels: np.ndarray, items: np.ndarray, rng) -> np.ndarray:
+    """``labels`` shuffled among the sentences of each item (each item keeps its label share)."""
+    out = labels.copy()
+    codes = pd.factorize(np.asarray(items, dtype=object))[0]
+    order = np.argsort(codes, kind="stable")
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    for idx in np.split(order, bounds):
+        out[idx] = labels[rng.permutation(idx)]
+    return out
+
+
+@_single_threaded
+def permutation_null(states: np.ndarray, labels, items, folds, n_permutations: int =
+                     DEFAULT_N_PERMUTATIONS, seed: int = 0, max_iter: int = 1000) -> np.ndarray:
+    """The label-permutation null of the per-layer probe (Ojala & Garriga, 2010).
+
+    Each permutation shuffles the labels among the sentences of every item (so each item keeps
+    one acceptable sentence to its negatives, and the folds keep their class balance), refits
+    the probe of every layer on the same folds, and scores its pooled out-of-fold predictions.
+    Under the null that the states carry nothing about acceptability beyond the item, the real
+    labels are one more draw from this distribution.
+
+    Args:
+        states: ``[N, L + 1, H]``; labels, items: ``N`` each; folds: from :func:`make_folds`.
+
+    Returns:
+        ``[n_permutations, L + 1]`` balanced accuracies. The null of the best layer's score is
+        its row-wise maximum; it also bounds the nested score (whose layer is chosen with less
+        freedom), so a p-value of the nested score against it is conservative.
+    """
+    labels = np.asarray(labels)
+    rng = np.random.default_rng(seed)
+    out = np.empty((n_permutations, states.shape[1]))
+    counter = [0]
+    for b in range(n_permutations):
+        y = _permute_within(labels, items, rng)
+        for layer in range(states.shape[1]):
+            X = np.asarray(states[:, layer], dtype=np.float64)
+            out[b, layer] = _scores(y, _oof(X, y, folds, max_iter, counter))["balanced_accuracy"]
+    return out
+
+
 def probe_pairs(states, sentence_index: dict, pairs: pd.DataFrame, item: str = "property",
                 n_splits: int = 5, inner_splits: int = 3, seed: int = 0, nested: bool = True,
-                control: bool = True, max_iter: int = 1000) -> tuple[pd.DataFrame, dict]:
+                n_permutations: int = 0, max_iter: int = 1000) -> tuple[pd.DataFrame, dict]:
     """The whole protocol on the sentences of some minimal pairs.
 
     Args:
@@ -315,13 +376,19 @@ def probe_pairs(states, sentence_index: dict, pairs: pd.DataFrame, item: str = "
         pairs: minimal pairs with ``good``, ``bad``, the ``item`` column and, for XCOMPS,
             ``acceptable_concept`` / ``unacceptable_concept``.
         nested: also run :func:`nested_probe` (about ``inner_splits`` times the cost).
-        control: also run the control task (twice the per-layer cost).
+        n_permutations: label permutations of :func:`permutation_null` (0: none; each costs
+            one per-layer probe).
 
     Returns:
-        ``(by_layer, summary)``: :func:`probe_layers`' table, and a dict with ``n_sentences``,
-        ``n_acceptable``, ``n_groups``, ``grouping``, ``leaked_concepts``, ``majority_f1`` and
-        (``nested``) ``nested_f1``, ``nested_balanced_accuracy``, ``nested_mcc``,
-        ``nested_layer_mean``, ``nested_layer_min``, ``nested_layer_max``.
+        ``(by_layer, summary)``: :func:`probe_layers`' table (with ``n_permutations``: a
+        ``null_q95`` column, the null's 95th percentile per layer), and a dict with
+        ``n_sentences``, ``n_acceptable``, ``n_groups``, ``grouping``, ``leaked_concepts``,
+        ``leaked_items``, ``purged``, ``majority_f1``, ``layer0_balanced_accuracy`` (the
+        embedding layer), (``nested``) ``nested_f1``, ``nested_balanced_accuracy``,
+        ``nested_mcc``, ``nested_layer_mean``/``min``/``max``, and (``n_permutations``)
+        ``null_max_q95`` (95th percentile of the null's best layer), ``p_permutation`` (the
+        nested score against the null's best layer, or the best layer's score without
+        ``nested``; ``(1 + k) / (1 + n)``) and ``n_permutations``.
 
     Raises:
         ProbeError: see :func:`make_folds`.
@@ -330,14 +397,24 @@ def probe_pairs(states, sentence_index: dict, pairs: pd.DataFrame, item: str = "
     y = sents["label"].to_numpy()
     folds, info = make_folds(y, sents["item"], sents["concept"], n_splits, seed)
     X = np.asarray(states[[sentence_index[t] for t in sents["text"]]])
-    ctrl = control_labels(sents["concept"], y, seed) if control else None
-    by_layer = probe_layers(X, y, folds, ctrl, max_iter)
+    by_layer = probe_layers(X, y, folds, None, max_iter)
     summary = {"n_sentences": len(sents), "n_acceptable": int(y.sum()), **info,
-               "majority_f1": baselines(y)["f1"]}
+               "majority_f1": baselines(y)["f1"],
+               "layer0_balanced_accuracy": float(by_layer["balanced_accuracy"].iloc[0])}
     if nested:
         nest = nested_probe(X, y, sents["item"], sents["concept"], folds, inner_splits, seed,
                             max_iter)
         summary.update({f"nested_{k}": v for k, v in nest.items()})
+    if n_permutations:
+        null = permutation_null(X, y, sents["item"].to_numpy(), folds, n_permutations, seed,
+                                max_iter)
+        by_layer["null_q95"] = np.quantile(null, 0.95, axis=0)
+        best = null.max(axis=1)
+        score = (summary["nested_balanced_accuracy"] if nested
+                 else float(by_layer["balanced_accuracy"].max()))
+        summary.update(null_max_q95=float(np.quantile(best, 0.95)),
+                       p_permutation=float((1 + np.sum(best >= score)) / (1 + len(best))),
+                       n_permutations=n_permutations)
     return by_layer, summary
 
 

@@ -269,34 +269,75 @@ def method_tables(scored: pd.DataFrame, probe_groups: pd.DataFrame, langs: list[
 
 
 def claim_tests(scored: pd.DataFrame, probe_groups: pd.DataFrame | None = None,
-                n_boot: int = 2000, seed: int = 0) -> list:
-    """The XCOMPS paper's claims tested on one run (:mod:`xcomps_utils.claims`): for Direct and
-    Meta (whichever ``scored`` has), the English advantage, subtle negatives being harder and the
-    morphological trend; and, given the probe groups, Direct tracking Neuro over the language x
-    negative-type cells. A claim the run cannot test (one language, one morphological type) is
-    left out.
+                n_boot: int = 2000, seed: int = 0, scored_other: pd.DataFrame | None = None,
+                other_model: str = "") -> list:
+    """The XCOMPS paper's claims tested on one run (:mod:`xcomps_utils.claims`), in families:
+
+    * **confirmatory** (the paper's primary claims, Direct, Holm over the family): the English
+      advantage and subtle negatives being harder (items); the morphological and resource-level
+      trends (languages, permutation; "cannot be decided" with too few languages); Direct
+      tracking Neuro within negative types (languages), given the probe groups;
+    * **exploratory** (Holm over the family): the same claims for Meta, and for Direct with a
+      second model (``scored_other``, named ``other_model``).
+
+    A claim the run cannot test (one language, one type) is left out.
 
     Returns:
-        a list of :class:`xcomps_utils.claims.ClaimTest`.
+        a list of :class:`xcomps_utils.claims.ClaimTest`, confirmatory first.
     """
+    from dataclasses import replace
+
     from . import claims
 
-    tests = []
-    for col in ("direct_correct", "meta_correct"):
-        if col not in scored or scored[col].isna().all():
-            continue
-        if "en" in set(scored["lang"]) and scored["lang"].nunique() > 1:
-            tests.append(claims.english_advantage(scored, col, n_boot=n_boot, seed=seed))
-        tests.append(claims.subtle_negatives_harder(scored, col, n_boot=n_boot, seed=seed))
-        if scored["morphology"].nunique() > 1:
-            tests.append(claims.morphology_trend(scored, col, n_boot=n_boot, seed=seed))
+    def method_tests(sc, col):
+        out = []
+        if col not in sc or sc[col].isna().all():
+            return out
+        if "en" in set(sc["lang"]) and sc["lang"].nunique() > 1:
+            out.append(claims.english_advantage(sc, col, n_boot=n_boot, seed=seed))
+        out.append(claims.subtle_negatives_harder(sc, col, n_boot=n_boot, seed=seed))
+        for fn in (claims.morphology_trend, claims.resource_trend):
+            try:
+                out.append(fn(sc, col, n_boot=n_boot, seed=seed))
+            except ValueError:  # one type only in this run
+                pass
+        return out
+
+    primary = method_tests(scored, "direct_correct")
     if probe_groups is not None and len(probe_groups) and "direct_correct" in scored:
-        d = claims._decided_rows(scored, "direct_correct")
-        direct = d.groupby(["lang", "negative_sample_type"])["direct_correct"].mean()
-        cells = probe_groups[probe_groups["subset"] != "all"][
-            ["lang", "subset", "nested_balanced_accuracy"]].rename(
-            columns={"nested_balanced_accuracy": "neuro"})
-        cells["direct"] = direct.reindex(list(zip(cells["lang"], cells["subset"]))).to_numpy()
-        if len(cells.dropna()) >= 4:
-            tests.append(claims.direct_tracks_neuro(cells, n_boot=n_boot, seed=seed))
-    return tests
+        cells = neuro_cells(scored, probe_groups)
+        if cells["lang"].nunique() >= 3:
+            primary.append(claims.direct_tracks_neuro(cells, n_boot=n_boot, seed=seed,
+                                                      probe_caveat=probe_caveat(probe_groups)))
+    explore = method_tests(scored, "meta_correct")
+    if scored_other is not None:
+        explore += [replace(t, scope=f"{t.scope}, {other_model}")
+                    for t in method_tests(scored_other, "direct_correct")]
+    return (claims.correct(primary, "XCOMPS, primary claims (Direct)", "confirmatory")
+            + claims.correct(explore, "XCOMPS, Meta and second model", "exploratory"))
+
+
+def neuro_cells(scored: pd.DataFrame, probe_groups: pd.DataFrame) -> pd.DataFrame:
+    """Direct accuracy (decided pairs) and the probe's nested balanced accuracy per language x
+    negative-type cell: columns ``lang``, ``subset``, ``direct``, ``neuro``."""
+    from .claims import _decided_rows
+
+    d = _decided_rows(scored, "direct_correct")
+    direct = d.groupby(["lang", "negative_sample_type"])["direct_correct"].mean()
+    cells = probe_groups[probe_groups["subset"] != "all"][
+        ["lang", "subset", "nested_balanced_accuracy"]].rename(
+        columns={"nested_balanced_accuracy": "neuro"})
+    cells["direct"] = direct.reindex(list(zip(cells["lang"], cells["subset"]))).to_numpy()
+    return cells.dropna().reset_index(drop=True)
+
+
+def probe_caveat(probe_groups: pd.DataFrame) -> str:
+    """What the probes' permutation nulls say, as a sentence for a claim built on the probe
+    ("" when the groups carry no null)."""
+    g = probe_groups[probe_groups["subset"] == "all"]
+    if "p_permutation" not in g or g["p_permutation"].isna().all():
+        return ""
+    above = int((g["p_permutation"] <= 0.025).sum())
+    return (f"the probe of all types beats its label-permutation null (one-sided p <= 0.025) in "
+            f"{above} of {len(g)} languages; where it does not, its score is noise and so is "
+            f"its correlation with Direct.")
