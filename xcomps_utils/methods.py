@@ -25,10 +25,13 @@ method         measures (nats for log-probabilities; booleans as 0/1)
                (mean of p(good) + p(bad)). XCOMPS pairs
                only (:mod:`xcomps_utils.meta`).
 ``neuro``      per probe group and ``layer``: ``f1``, ``balanced_accuracy``, ``mcc``,
-               ``control_balanced_accuracy``, ``selectivity``, ``convergence_warnings``; per
-               group (``layer`` -1): ``n_sentences``, ``n_acceptable``, ``n_groups``,
-               ``concept_disjoint``, ``leaked_concepts``, ``majority_f1``, ``nested_f1``,
-               ``nested_balanced_accuracy``, ``nested_mcc``, ``nested_layer_mean``/``min``/``max``.
+               ``convergence_warnings``, and for a group over all negative types ``null_q95``
+               (the label-permutation null's 95th percentile); per group (``layer`` -1):
+               ``n_sentences``, ``n_acceptable``, ``n_groups``, ``concept_disjoint``,
+               ``items_whole``, ``leaked_concepts``, ``leaked_items``, ``purged``,
+               ``majority_f1``, ``layer0_balanced_accuracy``, ``nested_f1``,
+               ``nested_balanced_accuracy``, ``nested_mcc``, ``nested_layer_mean``/``min``/``max``,
+               and over all types ``null_max_q95``, ``p_permutation``, ``n_permutations``.
                Groups: each combination of ``probe_by`` columns (``"all"`` where a column is
                pooled). Hidden states stay in the store (``states``). See
                :mod:`xcomps_utils.neuro` and :mod:`xcomps_utils.probing`.
@@ -259,12 +262,11 @@ class _ShardedStates:
         return np.stack([self.parts[self.where[i][0]][self.where[i][1]] for i in rows])
 
 
-_LAYER_MEASURES = ("f1", "balanced_accuracy", "mcc", "control_balanced_accuracy",
-                   "selectivity", "convergence_warnings")
+_LAYER_MEASURES = ("f1", "balanced_accuracy", "mcc", "null_q95", "convergence_warnings")
 
 
 def _probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame:
-    from .probing import ProbeError, probe_pairs
+    from .probing import DEFAULT_N_PERMUTATIONS, ProbeError, probe_pairs
 
     states = _ShardedStates(store, rid)
     item = "property" if "property" in pairs else "item"
@@ -273,10 +275,13 @@ def _probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFram
         by = list(by)
         for key, sub in pairs.groupby(by, sort=False) if by else [((), pairs)]:
             key = key if isinstance(key, tuple) else (key,)
+            # the permutation null for each probe over all negative types (one per language)
+            n_perm = DEFAULT_N_PERMUTATIONS if "subset" not in by else 0
             try:
                 by_layer, summary = probe_pairs(states, states.index, sub, item=item,
                                                 n_splits=p["n_splits"],
-                                                inner_splits=p["inner_splits"], seed=p["seed"])
+                                                inner_splits=p["inner_splits"], seed=p["seed"],
+                                                n_permutations=n_perm)
             except ProbeError as err:
                 warnings.warn(f"neuro: no probe for {dict(zip(by, key))}: {err}")
                 continue
@@ -285,12 +290,14 @@ def _probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFram
             for c in ("lang", "subset"):
                 if c not in by:
                     ids[c] = "all"
-            for measure in _LAYER_MEASURES:
+            for measure in [m for m in _LAYER_MEASURES if m in by_layer]:
                 f = pd.DataFrame({**ids, "method": "neuro", "wording": "", "order": "",
                                   "layer": by_layer["layer"].to_numpy(), "measure": measure,
                                   "value": by_layer[measure].to_numpy(dtype=np.float64)})
                 frames.append(f[MEASURE_COLUMNS])
-            summary["concept_disjoint"] = float(summary.pop("grouping") != "item")
+            summary["concept_disjoint"] = float(summary["leaked_concepts"] == 0)
+            summary["items_whole"] = float(summary.pop("grouping") in ("item+concept",
+                                                                       "item, purged"))
             f = pd.DataFrame({**ids, "method": "neuro", "wording": "", "order": "", "layer": -1,
                               "measure": list(summary), "value": np.asarray(
                                   list(summary.values()), dtype=np.float64)})
@@ -345,7 +352,8 @@ def _parameters(method: str, p: dict) -> dict:
             json.dumps(_wording_texts()).encode()).hexdigest()}
     return {"probe_by": [list(b) for b in p["probe_by"]], "n_splits": p["n_splits"],
             "inner_splits": p["inner_splits"], "seed": p["seed"],
-            "protocol": "concept-disjoint folds, nested layer choice, control task",
+            "protocol": "item-whole concept-disjoint folds (training purged of test concepts), "
+                        "nested layer choice, label-permutation null (39, per language)",
             "layers": "embedding + every block, last after the final norm"}
 
 
