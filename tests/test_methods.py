@@ -97,16 +97,20 @@ def test_meta_and_neuro_in_one_call(lm, tmp_path):
     assert by_layer.layer.max() == lm.model.config.num_hidden_layers
     cells = groups[["lang", "subset"]]
     assert len(cells) == 2 * 4 + 2 and (cells.subset == "all").sum() == 2  # + one per language
-    for col in ("f1", "balanced_accuracy", "control_balanced_accuracy", "nested_f1"):
+    for col in ("f1", "balanced_accuracy", "null_q95", "nested_f1", "p_permutation"):
         assert pd.concat([by_layer, groups])[col].dropna().between(0, 1).all()
     per_cell = groups.set_index(["lang", "subset"])
     cell_rows = groups[groups.subset != "all"]
     assert (cell_rows.n_sentences == 10).all() and (groups.n_acceptable == 5).all()
     assert (per_cell.loc[("en", "all"), "n_sentences"]
             == len(set(pairs[pairs.lang == "en"].good) | set(pairs[pairs.lang == "en"].bad)))
-    assert (groups.leaked_concepts[groups.concept_disjoint == 1] == 0).all()
-    assert np.allclose(by_layer.selectivity,
-                       by_layer.balanced_accuracy - by_layer.control_balanced_accuracy)
+    assert (groups.leaked_concepts == 0).all() and (groups.leaked_items == 0).all()
+    assert (groups.items_whole == 1).all()
+    # the permutation null runs for the probes over all negative types only (one per language)
+    alls = groups[groups.subset == "all"]
+    assert (alls.n_permutations == 39).all() and alls.p_permutation.between(1 / 40, 1).all()
+    assert groups[groups.subset != "all"].p_permutation.isna().all()
+    assert by_layer[by_layer.subset == "all"].null_q95.notna().all()
     assert (by_layer.n_sentences > 0).all()
     states = S.Store(tmp_path).arrays(res.runs["neuro"])
     assert len(states) == -(-len(pairs) // 16) and states[0].dtype == np.float32

@@ -108,9 +108,15 @@ def test_fast_head_fallback_warns_and_still_scores_right():
 def test_pair_tolerance_and_near_ties():
     n = np.array([10, 10, 10, 20])
     delta = np.array([0.0, 5e-5, 2e-4, 1.5e-4])
-    np.testing.assert_allclose(precision.pair_tolerance("float32", n), 1e-5 * n)
-    # float32: 1e-5 nats per token of the pair; exact ties are ties, not near ties
-    assert precision.near_ties(delta, torch.float32, n).tolist() == [False, True, False, True]
+    np.testing.assert_allclose(precision.pair_tolerance("float64", n), 1e-5 * n)
+    # float64: 1e-5 nats per token of the pair; exact ties are ties, not near ties
+    assert precision.near_ties(delta, torch.float64, n).tolist() == [False, True, False, True]
+    # float32: the model's measured gap to float64 per token (SmolLM2: 3e-4), unmeasured
+    # models the largest measured gap
+    np.testing.assert_allclose(precision.pair_tolerance("float32", n, "smollm2-135m-instruct"),
+                               3e-4 * n)
+    assert precision.near_ties([2e-3, 4e-3], "float32", [10, 10], "other").tolist() == \
+        [True, False]
     tol = precision.BF16_PAIR_TOLERANCE
     assert precision.near_ties([0.0, tol / 2, -tol / 2, tol * 2], "bf16", [5] * 4).tolist() == \
         [False, True, True, False]
@@ -162,13 +168,22 @@ def test_direct_and_meta_report_near_ties(smollm_bf16, data_dir):
 
 
 def test_direct_near_tie_float32_uses_tokens(lm, data_dir):
-    """float32: the tolerance is 1e-5 nats x the pair's scored tokens; an identical pair is a
-    tie, not a near tie."""
+    """float32: the tolerance is the model's measured float32 gap (nats per token) x the pair's
+    scored tokens; an identical pair is a tie, not a near tie."""
     pairs = pd.DataFrame({"dataset": "t", "pair_id": ["a", "b"],
                           "good": ["The cat sat.", "The cat sat."],
                           "bad": ["The cat sat.", "The cat sit."]})
     w = methods.run(lm, pairs, "direct", progress=False).wide("direct").set_index("pair_id")
     assert w.loc["a", "tie"] == 1 and w.loc["a", "near_tie"] == 0
     n = w["n_tokens_good"] + w["n_tokens_bad"]
-    np.testing.assert_allclose(w["near_tie_tolerance"], 1e-5 * n)
-    assert w.loc["b", "near_tie"] == float(abs(w.loc["b", "delta"]) < 1e-5 * n["b"])
+    gap = precision.FLOAT32_GAP_BY_MODEL.get(lm.name, precision.FLOAT32_GAP_DEFAULT)
+    np.testing.assert_allclose(w["near_tie_tolerance"], gap * n)
+    assert w.loc["b", "near_tie"] == float(abs(w.loc["b", "delta"]) < gap * n["b"])
+
+
+def test_one_decision_per_pair():
+    t = pd.DataFrame({"direct_correct": [1.0, 0.0, 0.0, 1.0, np.nan],
+                      "direct_tie": [0.0, 0.0, 1.0, 0.0, 0.0],
+                      "direct_near_tie": [0.0, 0.0, 0.0, 1.0, 0.0]})
+    got = precision.decisions(t, "direct").tolist()
+    assert got[:4] == ["right", "wrong", "tie", "near_tie"] and pd.isna(got[4])

@@ -151,8 +151,8 @@ def _direct(lm, pairs: pd.DataFrame, p: dict) -> tuple[pd.DataFrame, dict]:
         "n_tokens_bad": [len(s.logprobs) for s in bad],
         "delta": lg - lb, "correct": lg - lb > 0, "tie": lg == lb,
         # 0 < |delta| < the tolerance of the run's dtype, and that tolerance (nats)
-        "near_tie": near_ties(lg - lb, lm.dtype, n_tokens),
-        "near_tie_tolerance": pair_tolerance(lm.dtype, n_tokens)})
+        "near_tie": near_ties(lg - lb, lm.dtype, n_tokens, getattr(lm, "name", None)),
+        "near_tie_tolerance": pair_tolerance(lm.dtype, n_tokens, getattr(lm, "name", None))})
     tokens = token_table(scores)
     tokens.insert(0, "text", np.asarray(texts, dtype=object)[tokens["text_index"].astype(int)])
     tokens = tokens[["text", "position", "token_id", "token", "start", "end", "logprob"]]
@@ -178,8 +178,8 @@ def _meta(lm, pairs: pd.DataFrame, p: dict) -> tuple[pd.DataFrame, dict]:
     frames.append(_long(pairs, "meta", {
         "logprob_good": m["meta_good"], "logprob_bad": m["meta_bad"], "delta": m["meta_delta"],
         "correct": m["meta_correct"], "tie": m["meta_tie"], "answer_mass": m["meta_mass"],
-        "near_tie": near_ties(m["meta_delta"], lm.dtype, n_tokens),
-        "near_tie_tolerance": pair_tolerance(lm.dtype, n_tokens)}))
+        "near_tie": near_ties(m["meta_delta"], lm.dtype, n_tokens, getattr(lm, "name", None)),
+        "near_tie_tolerance": pair_tolerance(lm.dtype, n_tokens, getattr(lm, "name", None))}))
     return pd.concat(frames, ignore_index=True), {}
 
 

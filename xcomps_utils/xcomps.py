@@ -243,7 +243,14 @@ def pair_table(measures: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
     if "direct_logprob_mean_good" in out:
         out["direct_mean_correct"] = (out["direct_logprob_mean_good"]
                                       > out["direct_logprob_mean_bad"]).astype(float)
-    out["morphology"] = out["lang"].map(languages().set_index("iso")["morphological_type"])
+    from .precision import decisions
+
+    for m in ("direct", "meta"):
+        if f"{m}_correct" in out:
+            out[f"{m}_decision"] = decisions(out, m)
+    table = languages().set_index("iso")
+    out["morphology"] = out["lang"].map(table["morphological_type"])
+    out["resource_level"] = out["lang"].map(table["resource_level"])
     return out
 
 
