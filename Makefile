@@ -1,11 +1,15 @@
 # make book: set up .venv, execute every notebook with papermill, render the book to _build/html.
-# make test: set up .venv, run the test suite, then build the whole book at smoke sizes (make smoke).
+# make test: set up .venv, run the test suite, grade the assignments (make grade), then build the
+#   whole book at smoke sizes (make smoke).
+# make publish: the book at the sizes that decide (PUBLISH_* below), resumable via results/.
+# make grade: grade the reference and the planted wrong solution of every assignment (otter-grader).
 PYTHON ?= python3
 NPM ?= npm
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-MATHJAX := book/_assets/mathjax/tex-chtml.js
+# The stamp of the trimmed copy (see its recipe); a checkout with the whole package gets trimmed.
+MATHJAX := book/_assets/mathjax/.trimmed
 NOTEBOOKS := $(wildcard notebooks/*.md)
 CHAPTERS := $(basename $(notdir $(NOTEBOOKS)))
 CELL_TIMEOUT ?= 1800
@@ -32,7 +36,36 @@ SMOKE_xcomps_token_level = -p model smollm2-135m-instruct -p items_per_language 
   -y '{languages: [en, de]}' -p n_boot 200 -p store $(STORE)
 SMOKE_DIR := build/smoke
 
-.PHONY: book render test smoke install notebooks clean
+# Publish sizes (make publish): the sizes the results pages name as deciding, for the deployed
+# book. Every run goes through the results store ($(STORE), results/ by default), so an interrupted
+# `make publish` goes on from the runs and shards it holds, and a second one computes nothing new.
+PUBLISH_direct_scoring = -p n_pairs 1000 -p convention_pairs 1000 -p store $(STORE)
+PUBLISH_reproducibility =
+PUBLISH_token_perplexity_method = -p store $(STORE)
+PUBLISH_token_perplexity_results = -p items_per_task 200 -p n_boot 2000 -p store $(STORE)
+PUBLISH_xcomps_dataset =
+PUBLISH_xcomps_results = -p items_per_language None -p n_boot 2000 -p store $(STORE)
+PUBLISH_xcomps_token_level = -p items_per_language None -p n_boot 2000 -p store $(STORE)
+
+# What each chapter computes (the progress line of make book / smoke / publish).
+DESC_direct_scoring = Direct scoring of BLiMP, CrowS-pairs and DUST pairs, 3 first-token conventions, 2 models
+DESC_reproducibility = build environment, data checksums, the command line twice on 5 pairs
+DESC_token_perplexity_method = token-level perplexity of one pair by hand (4 wordings x 2 orders)
+DESC_token_perplexity_results = token-level perplexity of 5 tasks x 8 prompt pairs per item, bootstrap claims
+DESC_xcomps_dataset = XCOMPS items, languages and Meta templates (no model)
+DESC_xcomps_results = Meta, Direct and Neuro (probe per layer) on XCOMPS, bootstrap claims
+DESC_xcomps_token_level = concept vs property tokens of XCOMPS pairs, conditional Direct
+
+# Progress: one line per chapter as it starts and ends; inside a chapter, what the kernel writes to
+# stderr (tqdm bars of long runs, warnings) goes to the build log through papermill's logger
+# (--log-output at level WARNING logs stderr only), and the pages drop it (nb_output_stderr).
+# tqdm.auto draws widgets in a kernel when ipywidgets is installed (otter-grader needs it); a
+# SPYDER* variable makes it fall back to its console bar, and TQDM_MININTERVAL keeps it to one
+# line every 20 s.
+PAPERMILL_ENV := SPYDER_TQDM_CONSOLE=1 TQDM_MININTERVAL=20
+N_CHAPTERS := $(words $(CHAPTERS))
+
+.PHONY: book render test smoke install notebooks clean publish grade colab-notebooks
 .DELETE_ON_ERROR:
 
 install: $(STAMP) $(MATHJAX)
@@ -50,21 +83,36 @@ $(STAMP): pyproject.toml constraints.txt
 # book/_assets/ is the book's html_static_path (not _static/, whose every .js Jupyter Book loads).
 $(MATHJAX): package.json package-lock.json
 	$(NPM) ci --no-audit --no-fund --loglevel=error
-	rm -rf book/_assets/mathjax
-	cp -r node_modules/mathjax/es5 book/_assets/mathjax
+	# Only what the pages load: the tex-chtml component, the TeX extensions it autoloads and the
+	# CHTML fonts (1.7 MB of the package's 24 MB; no SVG/MathML outputs, no speech engine).
+	rm -rf book/_assets/mathjax && mkdir -p book/_assets/mathjax/input/tex book/_assets/mathjax/output/chtml/fonts
+	cp node_modules/mathjax/es5/tex-chtml.js book/_assets/mathjax/
+	cp -r node_modules/mathjax/es5/input/tex/extensions book/_assets/mathjax/input/tex/
+	cp -r node_modules/mathjax/es5/output/chtml/fonts/woff-v2 book/_assets/mathjax/output/chtml/fonts/
 	touch $@
 
 # Each notebook (a jupytext MyST file) is converted to .ipynb and executed by papermill into
 # $(EXECUTED), which the book renders with execution off. A cell that raises stops the build.
 notebooks: install
 	rm -rf $(EXECUTED) build/notebooks-$(SIZE) && mkdir -p $(EXECUTED) build/notebooks-$(SIZE)
+	@date +%s > build/notebooks-$(SIZE)/.started
+	@echo "[$(SIZE)] $(N_CHAPTERS) chapters into $(EXECUTED), results store $(STORE)"
 	$(MAKE) --no-print-directory $(CHAPTERS:%=$(EXECUTED)/%.ipynb)
+	@echo "[$(SIZE)] all $(N_CHAPTERS) chapters executed in $$(( $$(date +%s) - $$(cat build/notebooks-$(SIZE)/.started) )) s"
+
+# Parameters of chapter $* at this SIZE (none: the chapter's defaults).
+chapter_args = $(if $(filter smoke,$(SIZE)),$(SMOKE_$*),$(if $(filter publish,$(SIZE)),$(PUBLISH_$*)))
 
 $(EXECUTED)/%.ipynb: notebooks/%.md
-	$(VENV)/bin/jupytext --quiet --to ipynb -o build/notebooks-$(SIZE)/$*.ipynb $<
-	$(VENV)/bin/papermill --cwd . -k $(KERNEL) --execution-timeout $(CELL_TIMEOUT) --log-level WARNING --no-progress-bar \
-	  $(if $(filter smoke,$(SIZE)),$(SMOKE_$*)) \
-	  build/notebooks-$(SIZE)/$*.ipynb $@
+	@i=$$(printf '%s\n' $(CHAPTERS) | grep -nx '$*' | cut -d: -f1); t0=$$(date +%s); \
+	start=$$(cat build/notebooks-$(SIZE)/.started 2>/dev/null || echo $$t0); \
+	echo "[$(SIZE)] chapter $$i/$(N_CHAPTERS) $* started $$(date +%T): $(DESC_$*); parameters: $(or $(strip $(chapter_args)),the chapter's defaults)"; \
+	$(VENV)/bin/jupytext --quiet --to ipynb -o build/notebooks-$(SIZE)/$*.ipynb $< && \
+	$(PAPERMILL_ENV) $(VENV)/bin/papermill --cwd . -k $(KERNEL) --execution-timeout $(CELL_TIMEOUT) \
+	  --log-output --log-level WARNING --no-progress-bar $(chapter_args) \
+	  build/notebooks-$(SIZE)/$*.ipynb $@; rc=$$?; t1=$$(date +%s); \
+	echo "[$(SIZE)] chapter $$i/$(N_CHAPTERS) $* $$([ $$rc = 0 ] && echo done || echo FAILED) in $$((t1 - t0)) s (elapsed $$((t1 - start)) s)"; \
+	exit $$rc
 
 book: notebooks
 	$(MAKE) render
@@ -88,7 +136,28 @@ smoke: install
 
 test: install
 	$(PY) -m pytest -q
+	$(MAKE) --no-print-directory grade
 	$(MAKE) --no-print-directory smoke
 
+# The deployed book: every chapter at its publish size (PUBLISH_* above) into book/executed, runs
+# read from and written to the results store (results/, kept between deploys by the workflow's
+# cache), then rendered. Interrupted, it goes on from what the store holds.
+publish: install
+	$(MAKE) --no-print-directory notebooks SIZE=publish
+	$(MAKE) --no-print-directory render
+
+# Graded assignments (assignments/README.md): otter assign splits each master notebook into the
+# student notebook and the autograder; otter run grades the reference solution (must score full
+# marks) and the planted wrong one (must not). Fails if either expectation breaks.
+grade: install
+	$(PY) assignments/grade.py
+
+# Each chapter as .ipynb with a first cell that installs the package in Colab (Colab opens only
+# .ipynb files from GitHub); the book workflow pushes build/colab to the branch `colab`.
+REPO_URL := $(shell sed -n 's/^  url: *//p' _config.yml | head -n 1)
+colab-notebooks: install
+	rm -rf build/colab && mkdir -p build/colab/notebooks
+	$(PY) book/_ext/colab_notebooks.py $(REPO_URL) build/colab/notebooks $(NOTEBOOKS)
+
 clean:
-	rm -rf _build build book/executed results
+	rm -rf _build build book/executed results assignments/build
