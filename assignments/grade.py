@@ -1,0 +1,111 @@
+"""Grade every assignment's reference solution and planted wrong solution offline (make grade).
+
+For each assignment folder ``assignments/<name>/`` holding a master notebook ``<name>.md``
+(jupytext MyST in otter-grader's assign format: questions, solutions, public and ``# HIDDEN``
+tests) and ``planted_wrong.py`` (edits of the reference solution that plant mistakes):
+
+1. ``otter assign`` splits the master into ``build/<name>/dist/student/`` (the notebook students
+   get, with the public checks) and ``build/<name>/dist/autograder/`` (the reference solution and
+   the autograder zip with every test, hidden ones included);
+2. ``otter run`` grades the reference solution: it must score full marks;
+3. ``otter run`` grades the planted wrong solution: it must score less than full marks.
+
+Exits non-zero if either expectation breaks for any assignment. Usage:
+``python assignments/grade.py [name ...]`` (default: every assignment).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jupytext
+import nbformat
+
+HERE = Path(__file__).resolve().parent
+BUILD = HERE / "build"
+BIN = Path(sys.executable).parent
+
+
+def _otter(*args: str, cwd: Path) -> None:
+    proc = subprocess.run([str(BIN / "otter"), *args], cwd=cwd, capture_output=True, text=True)
+    if proc.returncode:
+        sys.stderr.write(proc.stdout + proc.stderr)
+        raise SystemExit(f"otter {args[0]} failed in {cwd}")
+
+
+def assign(name: str) -> Path:
+    """Master notebook -> dist/student and dist/autograder; returns the dist folder."""
+    work = BUILD / name
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    nb = jupytext.read(HERE / name / f"{name}.md")
+    nbformat.write(nb, work / f"{name}.ipynb")
+    _otter("assign", "--no-pdfs", f"{name}.ipynb", "dist", cwd=work)
+    return work / "dist"
+
+
+def planted_wrong(name: str, solution: Path, target: Path) -> None:
+    """The reference solution with the edits of planted_wrong.py (each must apply)."""
+    spec = importlib.util.spec_from_file_location(f"{name}_wrong", HERE / name / "planted_wrong.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    nb = nbformat.read(solution, as_version=4)
+    for old, new in mod.REPLACEMENTS:
+        hits = [c for c in nb.cells if c.cell_type == "code" and old in c.source]
+        if len(hits) != 1:
+            raise SystemExit(f"{name}: planted edit {old[:60]!r} matches {len(hits)} cells, not 1")
+        hits[0].source = hits[0].source.replace(old, new)
+    nbformat.write(nb, target)
+
+
+def run(name: str, autograder_zip: Path, submission: Path, out: Path) -> dict:
+    """otter run; returns {"score", "possible", "failed": [test names]}."""
+    out.mkdir(parents=True, exist_ok=True)
+    _otter("run", "--no-logo", "-a", str(autograder_zip), "-o", str(out), str(submission),
+           cwd=submission.parent)
+    results = json.loads((out / "results.json").read_text())
+    tests = results.get("tests", [])
+    score = sum(t.get("score", 0) or 0 for t in tests)
+    possible = sum(t.get("max_score", 0) or 0 for t in tests)
+    failed = [t.get("name", "?") for t in tests if (t.get("score") or 0) < (t.get("max_score") or 0)]
+    return {"score": score, "possible": possible, "failed": failed}
+
+
+def grade(name: str) -> bool:
+    t0 = time.time()
+    dist = assign(name)
+    zips = sorted((dist / "autograder").glob(f"{name}-autograder_*.zip"))
+    if not zips:
+        raise SystemExit(f"{name}: otter assign made no autograder zip in {dist / 'autograder'}")
+    solution = dist / "autograder" / f"{name}.ipynb"
+    wrong = BUILD / name / "planted_wrong" / f"{name}.ipynb"
+    wrong.parent.mkdir(parents=True)
+    planted_wrong(name, solution, wrong)
+    ref = run(name, zips[-1], solution, BUILD / name / "results-reference")
+    bad = run(name, zips[-1], wrong, BUILD / name / "results-planted-wrong")
+    ok_ref = ref["possible"] > 0 and ref["score"] == ref["possible"]
+    ok_bad = bad["score"] < bad["possible"]
+    print(f"[grade] {name}: reference {ref['score']:g}/{ref['possible']:g} "
+          f"({'full marks' if ok_ref else 'NOT full marks: ' + ', '.join(ref['failed'])}); "
+          f"planted wrong {bad['score']:g}/{bad['possible']:g} "
+          f"({'fails ' + ', '.join(bad['failed']) if ok_bad else 'NOT caught: full marks'}); "
+          f"{time.time() - t0:.0f} s", flush=True)
+    return ok_ref and ok_bad
+
+
+def main(argv: list[str]) -> int:
+    names = argv or sorted(p.name for p in HERE.iterdir()
+                           if p.is_dir() and (p / f"{p.name}.md").exists())
+    results = [grade(n) for n in names]
+    print(f"[grade] {sum(results)} of {len(results)} assignments graded as expected")
+    return 0 if all(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

