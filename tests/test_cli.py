@@ -78,3 +78,24 @@ def test_killed_run_resumes_and_equals_an_uninterrupted_one(lm, data_dir, tmp_pa
     listed = CliRunner().invoke(cli.main, ["ls", "--store", str(store)])
     assert listed.exit_code == 0 and rid in listed.output and "complete" in listed.output
     assert "4/4" in listed.output and "float32" in listed.output
+
+
+def test_readme_example_run_id_is_the_one_the_command_prints(data_dir):
+    """Issue 20, repro 8: the README's example id was not the one the same command gives. The
+    id is computed as `xcomps-study run` computes it on a CPU, without scoring."""
+    import json
+    import re
+    from pathlib import Path
+
+    from xcomps_utils import models, sweep as SW
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    cmd = re.search(r"xcomps-study run (direct) --task (\S+) --n-pairs (\d+)\n", readme)
+    printed = re.search(r"(direct-smollm2-135m-instruct-[0-9a-f]{12}): (\d+) pairs", readme)
+    method, task_list, n = cmd.group(1), cli._split([cmd.group(2)]), int(cmd.group(3))
+    sweep = SW.parse_sweep({"models": ["smollm2-135m-instruct"], "methods": [method],
+                            "data": [{"tasks": task_list, "n_pairs": n}]})
+    (spec,) = SW.plan(sweep, "results")
+    ident = models.model_identity("smollm2-135m-instruct", device="cpu")
+    rid = S.run_id(json.loads(json.dumps({**ident, **spec.key_rest}, default=str)))
+    assert printed.group(1) == rid and int(printed.group(2)) == n * len(task_list)

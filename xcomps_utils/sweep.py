@@ -396,7 +396,8 @@ def plan(sweep: Sweep, store: str | os.PathLike | None = None) -> list[RunSpec]:
 
     Raises:
         SweepError: a model that cannot be loaded (names ``models[i]``; see
-            :func:`xcomps_utils.models.check_model`), or a store that is a file.
+            :func:`xcomps_utils.models.check_model`), a store that is a file, a pair set with a
+            bad text or parameter (see :func:`xcomps_utils.methods.run`).
         DataError: a data file is missing or altered (see :mod:`xcomps_utils.data`).
     """
     from . import methods as M
@@ -418,6 +419,11 @@ def plan(sweep: Sweep, store: str | os.PathLike | None = None) -> list[RunSpec]:
              wordings=sweep.wordings, probe_by=[list(b) for b in sweep.probe_by],
              n_splits=sweep.n_splits, inner_splits=sweep.inner_splits, seed=sweep.seed)
     sets = [(label, ms, M.prepare_pairs(pairs), ds) for label, ms, pairs, ds in _pair_sets(sweep)]
+    for label, ms, pairs, _ in sets:  # texts and parameters, as methods.run checks them
+        try:
+            M._check_inputs(pairs, ms, sweep.wordings, sweep.probe_by)
+        except ValueError as err:
+            _fail(sweep.file, "data", f"{label}: {err}")
     specs = []
     for model in sweep.models:
         for label, ms, pairs, datasets in sets:

@@ -1,0 +1,186 @@
+"""Issue 20: every input checked before any work (repros 5-8), one error line from the CLI."""
+
+import subprocess
+import sys
+import time
+import warnings
+
+import pandas as pd
+import pytest
+import torch
+import yaml
+from click.testing import CliRunner
+
+from xcomps_utils import cli, data, methods, params, store as S, tasks
+from xcomps_utils.encoding import check_pair_texts, context_length, text_problem
+
+CLI = [sys.executable, "-m", "xcomps_utils.cli"]
+
+
+def _pairs(good, bad="The cat sleeps."):
+    return pd.DataFrame({"dataset": ["t"], "task": ["t"], "pair_id": ["p7"], "good": [good],
+                         "bad": [bad]})
+
+
+@pytest.mark.parametrize("text, why", [
+    ("", "empty"), ("   \t", "whitespace only"), ("\u200b", "only invisible characters (U+200B"),
+    ("\u200b\u200d \ufeff", "only invisible characters"), (None, "not a string")])
+def test_bad_texts_are_named_before_any_work(text, why, tmp_path):
+    """Repro 5: a whitespace-only or zero-width "sentence" was scored and counted correct."""
+    with pytest.raises(ValueError) as err:
+        methods.run("smollm2-135m-instruct", _pairs(text), "direct", store=tmp_path / "s")
+    msg = str(err.value)
+    assert why in msg and "pair t/p7 (row 0)" in msg and "'good'" in msg
+    assert not (tmp_path / "s").exists()  # no run folder, no store
+
+
+def test_visible_texts_pass():
+    assert text_problem("Ein Satz.") is None and text_problem("\u200bword") is None
+    check_pair_texts(_pairs("Das ist gut.", "猫が寝る。"))
+
+
+def test_bad_field_is_named(tmp_path):
+    with pytest.raises(ValueError, match="'bad' is whitespace only"):
+        check_pair_texts(_pairs("A sentence.", "  "))
+
+
+def test_too_long_text_is_an_error_or_cut_with_a_warning(lm, tmp_path):
+    """Repro 5: a 12,285-token text was scored past the model's 8,192-token context."""
+    ctx = context_length(lm)
+    assert ctx == 8192
+    long = " ".join(["the"] * (ctx + 100))
+    with pytest.raises(ValueError) as err:
+        methods.run(lm, _pairs(long), "direct", store=tmp_path)
+    msg = str(err.value)
+    assert "pair t/p7 (row 0): 'good' is 8,292 tokens" in msg and "8,192" in msg
+    assert "truncate" in msg and not (tmp_path / "runs").exists()
+    with pytest.warns(UserWarning, match="cut to 8,191 tokens"):
+        res = methods.run(lm, _pairs(long), "direct", store=tmp_path, truncate=True,
+                          progress=False)
+    n = res.measures.set_index("measure").value
+    assert n["n_tokens_good"] == ctx - 1 and n["n_tokens_bad"] == 5  # "The cat sleeps."
+
+
+def test_text_starting_with_the_bos_string_is_an_error(lm, tmp_path):
+    """Repro 5: a text that began with the BOS string got a second BOS."""
+    bos = lm.tokenizer.bos_token
+    with pytest.raises(ValueError, match=f"'bad' starts with the BOS string {bos!r}; remove it"):
+        methods.run(lm, _pairs("A cat.", bos + "A dog."), "direct", store=tmp_path)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_methods_none_and_bad_methods_are_clear():
+    with pytest.raises(ValueError, match="methods must be a method name or a list"):
+        methods.run("smollm2-135m-instruct", _pairs("A."), None)
+    with pytest.raises(ValueError, match=r"unknown method\(s\) \['dirct'\]"):
+        methods.run("smollm2-135m-instruct", _pairs("A."), ["dirct"])
+
+
+def test_token_ppl_on_xcomps_fails_before_the_model_and_leaves_no_run(data_dir, tmp_path):
+    """Repro 7: `run token_ppl --languages en` failed after the model load, leaving a run
+    marked running."""
+    start = time.monotonic()
+    r = subprocess.run(CLI + ["run", "token_ppl", "--languages", "en", "--items-per-language",
+                              "1", "--store", str(tmp_path)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 1 and "no prompt wordings for XCOMPS" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "runs").exists()
+    assert time.monotonic() - start < 30
+
+
+@pytest.mark.parametrize("device, expect", [
+    ("bogus", "unknown device 'bogus'; use auto, cpu, cuda, cuda:N or mps"),
+    pytest.param("cuda", "device 'cuda' is not available",
+                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here")),
+    pytest.param("cuda:7", "not available",
+                 marks=pytest.mark.skipif(torch.cuda.device_count() > 7, reason="8 GPUs"))])
+def test_bad_device_is_one_line_before_the_model_loads(device, expect, data_dir, tmp_path):
+    """Repro 6: --device cuda on a CPU-only torch and --device bogus gave tracebacks, after
+    the model had loaded."""
+    start = time.monotonic()
+    r = subprocess.run(CLI + ["run", "direct", "--task", "blimp_anaphor", "--n-pairs", "2",
+                              "--device", device, "--store", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1 and expect in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists() and time.monotonic() - start < 30
+
+
+def test_debug_shows_the_traceback(data_dir, tmp_path):
+    r = subprocess.run(CLI + ["--debug", "run", "direct", "--task", "blimp_anaphor",
+                              "--n-pairs", "2", "--device", "bogus", "--store", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1 and "Traceback" in r.stderr and "unknown device" in r.stderr
+
+
+def test_a_garbage_shard_is_a_one_line_error(lm, data_dir, tmp_path):
+    """Repro 6: a garbage shard gave a traceback."""
+    pairs = tasks.sample(["blimp_anaphor"], 2, 0)
+    res = methods.run(lm, pairs, "direct", store=tmp_path, progress=False)
+    (tmp_path / "measures" / f"run={res.runs['direct']}" / "shard-00000.parquet").write_bytes(
+        b"garbage" * 1000)
+    r = subprocess.run(CLI + ["run", "direct", "--task", "blimp_anaphor", "--n-pairs", "2",
+                              "--device", "cpu", "--dtype", "float32", "--store", str(tmp_path)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert f"run {res.runs['direct']}: shard shard-00000" in r.stderr and "--repair" in r.stderr
+
+
+def test_unknown_model_in_sweep_dry_run(tmp_path):
+    """Repro 8: `sweep --dry-run` accepted unknown model names."""
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"models": ["smollm2-135m-instruct", "./no/such/model"],
+                                    "methods": ["direct"],
+                                    "data": [{"languages": ["en"], "items_per_language": 1}]}))
+    r = CliRunner().invoke(cli.main, ["sweep", str(path), "--dry-run"])
+    assert r.exit_code == 1 and "models[1]" in r.output and "does not exist" in r.output
+
+
+def test_repeated_tasks_are_run_once(data_dir):
+    """Repro 8: `--task dust,dust` was not de-duplicated."""
+    assert cli._split(("dust,dust", "blimp_anaphor,dust")) == ["dust", "blimp_anaphor"]
+    ((ms, pairs, _),) = cli._pairs(["direct"], cli._split(("dust,dust",)), [], "sample", None,
+                                   5, 0)
+    assert len(pairs) == 5 and pairs.pair_id.is_unique
+
+
+def test_unknown_blimp_phenomenon_never_suggests_nothing():
+    """Repro 8: "did you mean []?"."""
+    with pytest.raises(data.DataError) as err:
+        tasks.get("blimp:zzzzqqqq")
+    assert "[]" not in str(err.value) and "did you mean" not in str(err.value)
+    assert "'adjunct_island'" in str(err.value)
+    with pytest.raises(data.DataError, match="did you mean 'anaphor_gender_agreement'"):
+        tasks.get("blimp:anaphor_gender_agreemnt")
+
+
+def test_chapter_parameters_languages_string_and_index_range():
+    """Repro 8: `-p languages en` iterated the letters; `-p pair_index 1000000000` ended in
+    IndexError."""
+    g = {"languages": "en", "more": "en,de"}
+    params.check(g, languages="list[str]", more="list[str]")
+    assert g == {"languages": ["en"], "more": ["en", "de"]}
+    g = {"pair_index": 1_000_000_000}
+    params.check(g, pair_index="int>=0")  # the old call form still works
+    with pytest.raises(params.ParameterError,
+                       match=r"'pair_index' must be an integer from 0 to 999 \(the task"):
+        params.check_range(g, "pair_index", 0, 999, "the task 'blimp_anaphor' has 1,000 pairs")
+    with pytest.raises(params.ParameterError, match="'pair_index' must be an integer"):
+        params.check_range({"pair_index": "3"}, "pair_index", 0, 9)
+
+
+def test_quiet_silences_weight_loading_bars(lm, data_dir, tmp_path):
+    """Repro 8: --quiet still printed weight-loading bars."""
+    r = subprocess.run(CLI + ["run", "direct", "--task", "blimp_anaphor", "--n-pairs", "2",
+                              "--device", "cpu", "--store", str(tmp_path), "--quiet"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "%|" not in r.stderr and "it/s" not in r.stderr, r.stderr[-500:]
+
+
+def test_warnings_are_not_errors():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_pair_texts(_pairs("Fine."))
+    assert S.StoreError.__doc__
