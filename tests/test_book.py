@@ -41,7 +41,7 @@ def test_every_citation_is_in_the_bibliography():
     keys = _bib_keys()
     used = {}
     for page, text in _pages().items():
-        for role in re.findall(r"\{cite(?::[pt])?\}`([^`]+)`", text):
+        for role in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", text):
             for key in role.split(","):
                 used.setdefault(key.strip(), page)
     assert used, "no {cite} role anywhere"
