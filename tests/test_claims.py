@@ -112,6 +112,14 @@ def test_holm_keeps_the_family_wise_error_at_nominal():
     assert any_holm / n_fam <= _bound(0.05, n_fam)
 
 
+def test_too_few_items_for_a_bootstrap_verdict():
+    two = pd.DataFrame({"task": "t", "pair_id": ["a", "b"], "accuracy": [1.0, 1.0]})
+    t = claims.above_chance(two, "t", n_boot=200)
+    assert t.ci_low == t.ci_high == 0.5  # a zero-width interval: no test at all
+    assert t.verdict == "cannot be decided" and "Fewer than 10 items" in \
+        claims.claims_markdown([t])
+
+
 def test_holm_still_decides_strong_effects_and_says_so():
     strong = pd.DataFrame({"task": "t", "pair_id": np.arange(60).astype(str),
                            "accuracy": np.r_[np.ones(55), np.zeros(5)]})

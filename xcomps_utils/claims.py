@@ -57,6 +57,10 @@ __all__ = ["ClaimTest", "cluster_bootstrap", "bootstrap_means", "verdict", "eval
            "pivotal_influence", "pivotal_direction", "order_effect"]
 
 DEFAULT_N_BOOT = 2000
+#: fewer units than this and a bootstrap gives no verdict ("cannot be decided"): the percentile
+#: interval of a handful of clusters covers far below 95% (two identical items give an interval
+#: of width 0)
+MIN_BOOTSTRAP_UNITS = 10
 #: family-wise error rate of a family of tests, two-sided: each side is tested at ALPHA / 2
 ALPHA = 0.05
 VERDICTS = ("supported", "contradicted", "inconclusive", "cannot be decided")
@@ -382,13 +386,14 @@ def evaluate_claim(claim: str, hypothesis: str, measure: str, data: pd.DataFrame
     est, lo, hi, ok = _interval(est, reps, n_boot, confidence)
     p_sup, p_con = (_p_sides(ok, null, direction, margin) if np.isfinite(lo)
                     else (math.nan, math.nan))
+    few = n < MIN_BOOTSTRAP_UNITS
     t = ClaimTest(claim=claim, hypothesis=hypothesis, measure=measure, effect=est,
                   ci_low=lo, ci_high=hi, null=null, direction=direction, verdict="inconclusive",
                   n_items=n, unit=unit, n_obs=len(data), source=source, scope=scope,
                   confidence=confidence, null_hypothesis=null_hypothesis or _default_null(
                       null, direction), test=f"bootstrap over {unit}s ({n_boot} replicates)",
                   p_supported=p_sup, p_contradicted=p_con, sesoi=sesoi, caveat=caveat,
-                  margin=margin)
+                  margin=margin, smallest_p=1.0 if few else 0.0)
     return _finish(t, (1 - confidence) / 2)
 
 
@@ -585,10 +590,15 @@ def claims_markdown(tests: list[ClaimTest], digits: int = 2) -> str:
                 f"{t.unit}s. Null: {t.null_hypothesis}; {t.test}.")
         if t.family:
             line += (f" Family: {t.family} ({t.role}, {t.family_size} test"
-                     f"{'s' if t.family_size != 1 else ''}, Holm), adjusted p {_p(t.p_adjusted)}.")
+                     f"{'s' if t.family_size != 1 else ''}, Holm), adjusted two-sided p "
+                     f"{_p(t.p_adjusted)} (level {ALPHA}).")
         else:
             line += f" Uncorrected p {_p(min(t.p_supported, t.p_contradicted))}."
-        if t.verdict == "cannot be decided":
+        if t.verdict == "cannot be decided" and t.unit != "language" and t.smallest_p >= 1:
+            line += (f" Fewer than {MIN_BOOTSTRAP_UNITS} {t.unit}s: a bootstrap over so few is "
+                     f"no test (its interval covers far below {t.confidence:.0%}); the effect "
+                     f"is a description.")
+        elif t.verdict == "cannot be decided":
             line += (f" The smallest p any outcome could give is {t.smallest_p:.3f}, above "
                      f"{ALPHA / 2}: the effect is a description, not a test.")
         if t.caveat:

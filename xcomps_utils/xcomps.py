@@ -348,3 +348,46 @@ def probe_caveat(probe_groups: pd.DataFrame) -> str:
     return (f"the probe of all types beats its label-permutation null (one-sided p <= 0.025) in "
             f"{above} of {len(g)} languages; where it does not, its score is noise and so is "
             f"its correlation with Direct.")
+
+
+def probe_verdict(probe_groups: pd.DataFrame, langs: list[str]) -> str:
+    """One Markdown paragraph on the probes over all negative types against their
+    label-permutation nulls.
+
+    The decision is pooled over languages: the languages' permutation p-values (independent:
+    each language has its own sentences and states) are combined by Fisher's method
+    (``scipy.stats.combine_pvalues``), one test at one-sided level 0.025. Per language, the
+    smallest p that ``n`` permutations give is ``1 / (n + 1)`` (0.025 with the default 39),
+    which Holm over the languages can never bring to 0.025: per-language p-values are printed
+    uncorrected, as a description, and a per-language verdict needs about ``40 x languages``
+    permutations. Probes at or within their null are named: nothing read off them (layer
+    curves, a correlation with Direct) is signal.
+    """
+    from scipy.stats import combine_pvalues
+
+    g = probe_groups[probe_groups["subset"] == "all"].set_index("lang").reindex(langs).dropna(
+        subset=["nested_balanced_accuracy"])
+    if not len(g) or "p_permutation" not in g or g["p_permutation"].isna().all():
+        return ""
+    p = g["p_permutation"].to_numpy(float)
+    pooled = float(combine_pvalues(p, method="fisher").pvalue)
+    n_perm = int(g["n_permutations"].max())
+    verdict = ("supported" if pooled <= 0.025 else "inconclusive")
+    nominal = [f"{l} (p {q:.3f})" for l, q in zip(g.index, p) if q <= 0.025]
+    null = [f"{l} ({b:.2f}, p {q:.2f})" for l, b, q in
+            zip(g.index, g["nested_balanced_accuracy"], p) if q > 0.025]
+    text = (f"**The probe against its null.** Pooled over the {len(g)} languages (Fisher's "
+            f"combination of their permutation p-values; one test, one-sided level 0.025), the "
+            f"hypothesis *the probe finds acceptability beyond shuffled labels* is "
+            f"**{verdict}** (p = {pooled:.2g}). Per language the smallest p of {n_perm} "
+            f"permutations is {1 / (n_perm + 1):.3f}, which a correction over {len(g)} languages "
+            f"cannot bring under 0.025: per-language p-values are descriptions. ")
+    if nominal:
+        text += f"Nominally beyond the null (uncorrected): {', '.join(nominal)}. "
+    if null:
+        text += (f"At or within the null: {', '.join(null)} (nested balanced accuracy, p). "
+                 f"There the probe finds nothing the shuffled labels do not: its layer curve is "
+                 f"noise around its null, and those languages' part of the correlation with "
+                 f"Direct below is noise too. This run cannot say the model encodes "
+                 f"acceptability linearly there.")
+    return text
