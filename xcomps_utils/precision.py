@@ -8,8 +8,10 @@ decision (:func:`near_ties`; reported apart from exact ties ``delta == 0`` and f
 float32 (and float64)
     What the scorer guarantees: its float32 log-probabilities equal a plain one-text-at-a-time
     float32 computation within :data:`FLOAT32_TOKEN_TOLERANCE` (1e-5 nats) per token, whatever the
-    batching (``tests/test_scoring.py``). What it cannot guarantee is the model's own float32
-    arithmetic: the same tokens scored inside sequences of other lengths differ by up to
+    batching, wherever the model's float32 kernels agree across batch shapes (English BLiMP
+    sentences on both embedded models, ``tests/test_scoring.py``). What it cannot guarantee is the
+    model's own float32 arithmetic: a model with massive activations (SmolLM2) changes by up to
+    5.4e-4 per token between batch shapes on non-Latin scripts, batched by us or by minicons alike; the same tokens scored inside sequences of other lengths differ by up to
     :data:`FLOAT32_LENGTH_TOLERANCE` per token (kernels round differently per shape), and the gap
     to a float64 computation is a property of the model and the script,
     :data:`FLOAT32_GAP_BY_MODEL` (measured, per token). A float32 pair's near-tie tolerance is
@@ -40,15 +42,18 @@ FLOAT32_TOKEN_TOLERANCE = 1e-5
 #: -7.14213877); 5e-5 leaves 3.6x headroom. Tests that compare across lengths use this constant.
 FLOAT32_LENGTH_TOLERANCE = 5e-5
 
-#: nats per token: the largest |float32 - float64| of a token's log-probability, one text at a
-#: time, measured per model over the XCOMPS sample's scripts (issue 19, main 983efd0; minicons
-#: shows the same gaps, so they are the model's arithmetic, not the scorer's). SmolLM2-135M:
-#: 3.0e-4 (Arabic), 2.0e-4 (Chinese), 1.2e-4 (Hindi), 3.0e-5 (Russian), 1.3e-5 (English).
-FLOAT32_GAP_BY_MODEL = {"smollm2-135m-instruct": 3.0e-4}
+#: nats per token: the largest change of a token's float32 log-probability that the model's own
+#: float32 arithmetic makes, measured per model: against a float64 one-text-at-a-time loop and
+#: between batch shapes. SmolLM2-135M (massive residual activations, |h| about 25,000): 4.8e-4
+#: against float64 on 400 XCOMPS sentences in zh, en, hu (worst 砧板是用来切东西的。), 5.4e-4
+#: batched vs one at a time on the same sentences (benchmarks/README.md, "GPU readiness");
+#: by script 3.0e-4 (ar), 2.0e-4 (zh), 1.2e-4 (hi), 3.0e-5 (ru), 1.3e-5 (en) against float64
+#: (issue 19; minicons shows the same gaps, so they are the model's, not the scorer's).
+FLOAT32_GAP_BY_MODEL = {"smollm2-135m-instruct": 5.4e-4}
 
-#: for a model not measured (Gemma-3-270M included): SmolLM2's worst gap. Re-measure a new model
-#: before trusting float32 near ties below a few 1e-3 nats.
-FLOAT32_GAP_DEFAULT = 3.0e-4
+#: for a model not measured (Gemma-3-270M included): SmolLM2's worst gap, an upper bound for
+#: models without massive activations. Re-measure a new model before trusting float32 near ties.
+FLOAT32_GAP_DEFAULT = 5.4e-4
 
 #: nats per pair difference, for bfloat16 (and float16) runs: 1.0.
 #:
