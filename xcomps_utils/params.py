@@ -53,9 +53,8 @@ def check(values: dict, **kinds: str) -> None:
     Kinds: ``"int"``, ``"int>=N"``, ``"str"``, ``"bool"``, ``"list[str]"``, ``"budget"`` (a token
     budget), ``"choice:a,b"``; alternatives joined by ``|`` (``"int>=1|None"``).
 
-    A single string given for ``"list[str]"`` (papermill's ``-p languages en``) is a list of
-    that one string: ``values`` is updated to ``["en"]``, so the chapter never iterates the
-    letters of a string.
+    A single string given for ``"list[str]"`` (papermill's ``-p languages en``) is an error
+    that shows the list form (``-y '{languages: [en]}'``), so no chapter iterates its letters.
 
     Args:
         values: where the parameters live (a chapter passes ``globals()``).
@@ -69,13 +68,12 @@ def check(values: dict, **kinds: str) -> None:
             raise ParameterError(f"parameter {name!r} is not set")
         value = values[name]
         alternatives = kind.split("|")
-        if isinstance(value, str) and value and "list[str]" in alternatives and not any(
-                _ok(value, k) for k in alternatives):
-            value = values[name] = [v.strip() for v in value.split(",") if v.strip()] or [value]
         if not any(_ok(value, k) for k in alternatives):
+            hint = (f"; pass a list: -y '{{{name}: [{value}]}}'" if isinstance(value, str)
+                    and "list[str]" in alternatives else "")
             raise ParameterError(f"parameter {name!r} must be "
                                  f"{' or '.join(_describe(k) for k in alternatives)}, got "
-                                 f"{value!r} ({type(value).__name__})")
+                                 f"{value!r} ({type(value).__name__}){hint}")
 
 
 def check_range(values: dict, name: str, low: int, high: int, what: str = "") -> None:
