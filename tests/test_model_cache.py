@@ -12,7 +12,6 @@ from xcomps_utils import models
 
 LOAD = [sys.executable, "-c", "from xcomps_utils.models import load_model; "
         "lm = load_model('smollm2-135m-instruct', device='cpu'); print(lm.revision)"]
-SMOLLM2_SHA256 = None  # filled by the first test that needs it
 
 
 def _env(cache):

@@ -296,7 +296,7 @@ def verify_cmd(store, repair, device, quiet):
         raise click.ClickException(f"{len(shards)} damaged shard(s) in "
                                    f"{len({r for r, _ in shards})} run(s); repair: xcomps-study "
                                    f"verify --store {store} --repair")
-    for r in st.repair(problems, device=device, progress=not quiet):
+    for r in st.repair(problems, device=device):
         click.echo(f"{r['run']}: {r['shard']} recomputed ({len(r['moved'])} damaged file(s) "
                    f"moved to {st.root / 'quarantine'})")
     left = st.verify()
@@ -315,6 +315,12 @@ def tasks_cmd():
     for name, t in tasks.TASKS.items():
         click.echo(f"{name:15s} {t.description}")
     click.echo(f"{'blimp:<name>':15s} any BLiMP phenomenon")
+    from . import grammar
+
+    click.echo(f"{'clams:<l>:<c>':15s} CLAMS agreement, l in {','.join(grammar.CLAMS_LANGUAGES)}, "
+               f"c in {','.join(grammar.CLAMS_CONSTRUCTIONS)}")
+    click.echo(f"{'turblimp:<p>':15s} TurBLiMP (Turkish): {','.join(grammar.turblimp_phenomena())}")
+    click.echo(f"{'sling:<p>':15s} SLING (Chinese): {','.join(grammar.sling_paradigms())}")
     click.echo(f"\nXCOMPS languages (--languages): en + {','.join(xcomps.XCOMPS_LANGUAGES)}; "
                f"the offline sample has {','.join(xcomps.SAMPLE_LANGUAGES)}")
     click.echo(f"embedded models (--model): {', '.join(EMBEDDED_MODELS)}")

@@ -152,7 +152,7 @@ def resolve_device_dtype(device: str | torch.device | None = "auto",
                              f"{torch.cuda.device_count()} GPU(s), cuda:0 to "
                              f"cuda:{torch.cuda.device_count() - 1}")
     if check and device.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"device 'mps' is not available on this machine; use cpu (or auto)")
+        raise ValueError("device 'mps' is not available on this machine; use cpu (or auto)")
     if dtype in (None, "auto"):
         dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     if isinstance(dtype, str):

@@ -9,10 +9,13 @@ Layout (plain parquet, numpy and JSON: pandas or DuckDB read it without this pac
 
     <root>/runs/<run>/run.json            the key, the provenance, shard size and count, status
     <root>/runs/<run>/pairs.parquet       the pairs the run scores, in shard order
-    <root>/runs/<run>/done/<shard>        empty marker, written after the shard's files
+    <root>/runs/<run>/done/<shard>        marker written after the shard's files: their bytes,
+                                          rows and SHA-256, and the compute seconds
+    <root>/runs/<run>/locks/<shard>.lock  held by the process computing the shard
     <root>/measures/run=<run>/<shard>.parquet   long results (schema :data:`MEASURE_SCHEMA`)
     <root>/<detail>/run=<run>/<shard>.parquet   per-token or per-group detail of some methods
     <root>/states/run=<run>/<shard>.npy   Neuro hidden states ``[sentences, layers + 1, hidden]``
+    <root>/quarantine/<time>/...          damaged files a repair moved aside (same relative paths)
 
 Work is written one finished *shard* (a fixed slice of the pairs) at a time; every file goes to a
 temporary name and is renamed into place, and the shard's ``done`` marker comes last. The marker
@@ -445,8 +448,7 @@ class Store:
             raise StoreError(f"run {rid}: {where}{first['file']} {first['problem']}{more}; "
                              f"repair: xcomps-study verify --store {self.root} --repair")
 
-    def repair(self, problems: list[dict] | None = None, device: str = "auto",
-               progress: bool = False) -> list[dict]:
+    def repair(self, problems: list[dict] | None = None, device: str = "auto") -> list[dict]:
         """Recompute the damaged shards :meth:`verify` finds (or those of ``problems``), and only
         them, with the run's own model, dtype, device kind and parameters. The damaged shard's
         files and marker are moved to ``<root>/quarantine/<time>/`` (nothing is deleted); every
