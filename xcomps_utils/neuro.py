@@ -10,8 +10,8 @@ bounded by one shard whatever the number of sentences, and an interrupted run re
 finished shards (:mod:`xcomps_utils.store`).
 
 The probes trained on these states, and the protocol that keeps their scores honest
-(concept-disjoint folds, a layer chosen by nested cross-validation, baselines and a control task),
-are in :mod:`xcomps_utils.probing`.
+(folds that keep items whole and concepts apart, a layer chosen by nested cross-validation, a
+label-permutation null and the embedding layer as baselines), are in :mod:`xcomps_utils.probing`.
 """
 
 from __future__ import annotations
