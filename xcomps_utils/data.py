@@ -143,7 +143,11 @@ def dataset_file(dataset: str, filename: str, data_dir: str | os.PathLike | None
     else:
         path = cache_dir() / "data" / meta["folder"] / filename
         if not path.exists():
-            _download(meta["url_template"].format(commit=meta["commit"], file=filename), path)
+            # ``upstream_paths`` maps a local file name to its path upstream where they differ
+            # (CLAMS: ``de/x.txt`` is ``de_evalset/x.txt``); templates use {file} or {path}
+            upstream = meta.get("upstream_paths", {}).get(filename, filename)
+            _download(meta["url_template"].format(commit=meta["commit"], file=filename,
+                                                  path=upstream), path)
     if verify:
         got = file_sha256(path)
         want = meta["files"][filename]

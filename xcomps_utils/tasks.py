@@ -14,7 +14,14 @@ name               pairs
 ``dust``           DUST experiment 1, underspecified vs control (2,123)
 ``nonsense``       generated pseudo-word lists, one with a real word (250, seeded)
 ``blimp:<name>``   any of the 67 BLiMP phenomena
+``clams:<l>:<c>``  CLAMS subject-verb agreement, language ``l`` (en de fr he ru) x construction
+                   ``c`` (:data:`xcomps_utils.grammar.CLAMS_CONSTRUCTIONS`)
+``turblimp:<p>``   any of the 16 TurBLiMP phenomena (Turkish, 1,000 pairs each)
+``sling:<p>``      any of the 54 SLING paradigms (Mandarin Chinese)
 =================  ===========================================================================
+
+The grammar tasks (:mod:`xcomps_utils.grammar`) set ``lang`` on every pair and use BLiMP's
+token-level perplexity wordings (English prompts around the pair's sentences).
 """
 
 from __future__ import annotations
@@ -87,6 +94,48 @@ def _blimp(phenomenon: str, name: str | None = None, description: str | None = N
                 _unflagged)
 
 
+def _grammar(name: str) -> Task:
+    """The :class:`Task` of a CLAMS, TurBLiMP or SLING task name (see :mod:`.grammar`)."""
+    from . import grammar
+
+    family, _, rest = name.partition(":")
+    if family == "clams":
+        lang, _, construction = rest.partition(":")
+        if lang not in grammar.CLAMS_LANGUAGES or construction not in grammar.CLAMS_CONSTRUCTIONS:
+            known = grammar.CLAMS_CONSTRUCTIONS
+            close = difflib.get_close_matches(construction, known, n=2)
+            raise data.DataError(
+                f"unknown CLAMS task {name!r}: use clams:<lang>:<construction> with lang in "
+                f"{list(grammar.CLAMS_LANGUAGES)} and construction in {list(known)}"
+                + (f"; did you mean {close}?" if close else ""))
+        files = (("clams", f"{lang}/{construction}.txt"),)
+        description = f"CLAMS {lang} {construction} (subject-verb agreement)"
+        loader = lambda data_dir=None, verify=True, **_: grammar.load_clams(  # noqa: E731
+            lang, construction, data_dir, verify)
+    else:
+        known = grammar.turblimp_phenomena() if family == "turblimp" else grammar.sling_paradigms()
+        if rest not in known:
+            close = difflib.get_close_matches(rest, known, n=3)
+            raise data.DataError(f"unknown {family} task {rest!r}; "
+                                 + (f"did you mean {close}? " if close else "")
+                                 + f"known: {known[:6]} ... (`xcomps-study tasks` lists them)")
+        if family == "turblimp":
+            files = (("turblimp", f"augmented_{rest}.csv"),)
+            description = f"TurBLiMP {rest} (Turkish)"
+            loader = lambda data_dir=None, verify=True, **_: grammar.load_turblimp(  # noqa: E731
+                rest, data_dir, verify)
+        else:
+            files = (("sling", grammar._sling_files()[rest]),)
+            description = f"SLING {rest} (Mandarin Chinese)"
+            loader = lambda data_dir=None, verify=True, **_: grammar.load_sling(  # noqa: E731
+                rest, data_dir, verify)
+    return Task(name, family, files, "blimp",
+                f"all pairs of {name} without identical or duplicate pairs", description,
+                loader, _unflagged)
+
+
+GRAMMAR_FAMILIES = ("clams", "turblimp", "sling")
+
 TASKS: dict[str, Task] = {
     "blimp_anaphor": _blimp("anaphor_gender_agreement", "blimp_anaphor",
                             "BLiMP anaphor gender agreement (herself / himself)"),
@@ -113,7 +162,8 @@ TASKS: dict[str, Task] = {
 
 
 def names() -> list[str]:
-    """The registered task names (``blimp:<phenomenon>`` is accepted besides them)."""
+    """The registered task names (``blimp:<phenomenon>``, ``clams:<lang>:<construction>``,
+    ``turblimp:<phenomenon>`` and ``sling:<paradigm>`` are accepted besides them)."""
     return list(TASKS)
 
 
@@ -137,9 +187,13 @@ def get(name: str) -> Task:
             raise data.DataError(f"unknown BLiMP phenomenon {phenomenon!r}; {hint} "
                                  f"(`xcomps-study tasks` lists the tasks)")
         return _blimp(phenomenon)
+    if name.partition(":")[0] in GRAMMAR_FAMILIES:
+        return _grammar(name)
     close = difflib.get_close_matches(name, names(), n=2)
     raise data.DataError(f"unknown task {name!r}{f'; did you mean {close}' if close else ''}. "
-                         f"Known: {names()} or 'blimp:<phenomenon>'")
+                         f"Known: {names()} or 'blimp:<phenomenon>', "
+                         f"'clams:<lang>:<construction>', 'turblimp:<phenomenon>', "
+                         f"'sling:<paradigm>'")
 
 
 def load(name: str, data_dir=None, verify: bool = True, seed: int = 0) -> pd.DataFrame:
