@@ -25,6 +25,9 @@ STORE ?= results
 # enough for CI (a few minutes on 2 CPU cores). Values are YAML (papermill -y).
 SMOKE_direct_scoring = -p n_pairs 6 -p convention_pairs 12 -p store $(STORE) \
   -p compare_model smollm2-135m-instruct
+SMOKE_grammar_across_languages = -p items_per_task 2 -p neuro_pairs_per_language 6 -p n_boot 200 \
+  -y '{clams_languages: [en, he], constructions: [simple_agrmt, prep_anim], turblimp: [binding], sling: [zai_le], blimp: [regular_plural_subject_verb_agreement_1], neuro_languages: [en, he], xcomps_languages: [en, de, zh]}' \
+  -p xcomps_items 2 -p store $(STORE)
 SMOKE_reproducibility =
 SMOKE_token_perplexity_method = -p store $(STORE)
 SMOKE_token_perplexity_results = -p items_per_task 2 -p n_boot 200 -p store $(STORE) \
@@ -40,6 +43,8 @@ SMOKE_DIR := build/smoke
 # book. Every run goes through the results store ($(STORE), results/ by default), so an interrupted
 # `make publish` goes on from the runs and shards it holds, and a second one computes nothing new.
 PUBLISH_direct_scoring = -p n_pairs 1000 -p convention_pairs 1000 -p store $(STORE)
+PUBLISH_grammar_across_languages = -p items_per_task 200 -p neuro_pairs_per_language 200 \
+  -p xcomps_items None -p n_boot 2000 -p store $(STORE)
 PUBLISH_reproducibility =
 PUBLISH_token_perplexity_method = -p store $(STORE)
 PUBLISH_token_perplexity_results = -p items_per_task 200 -p n_boot 2000 -p store $(STORE)
@@ -49,6 +54,7 @@ PUBLISH_xcomps_token_level = -p items_per_language None -p n_boot 2000 -p store 
 
 # What each chapter computes (the progress line of make book / smoke / publish).
 DESC_direct_scoring = Direct scoring of BLiMP, CrowS-pairs and DUST pairs, 3 first-token conventions, 2 models
+DESC_grammar_across_languages = Direct, pivot share and Neuro on CLAMS (5 languages), TurBLiMP, SLING and BLiMP, 2 models
 DESC_reproducibility = build environment, data checksums, the command line twice on 5 pairs
 DESC_token_perplexity_method = token-level perplexity of one pair by hand (4 wordings x 2 orders)
 DESC_token_perplexity_results = token-level perplexity of 5 tasks x 8 prompt pairs per item, bootstrap claims

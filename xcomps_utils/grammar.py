@@ -68,7 +68,9 @@ from .data import DataError
 __all__ = ["CLAMS_LANGUAGES", "CLAMS_CONSTRUCTIONS", "DATASET_LANGUAGES", "turblimp_phenomena",
            "sling_paradigms", "task_names", "load_clams", "load_turblimp", "load_sling",
            "join_hebrew_article", "join_article_pairs", "word_difference_spans", "decompose",
-           "pivot_summary", "accuracy_cells", "construction_agreement", "grammar_vs_concepts"]
+           "pivot_summary", "accuracy_cells", "construction_agreement", "grammar_vs_concepts",
+           "chapter_tasks", "sample_pairs", "pair_table", "hebrew_join_effect", "language_accuracy",
+           "across_language_claims"]
 
 CLAMS_LANGUAGES = ("en", "de", "fr", "he", "ru")
 CLAMS_CONSTRUCTIONS = ("simple_agrmt", "vp_coord", "long_vp_coord", "prep_anim", "subj_rel",
@@ -432,6 +434,10 @@ def construction_agreement(cells: pd.DataFrame, scope: str = "", n_perm: int = 9
 
     Args:
         cells: :func:`accuracy_cells` by ``("lang", "subset")`` (CLAMS tasks only).
+
+    Returns:
+        a :class:`~xcomps_utils.claims.ClaimTest`, or None with fewer than 3 constructions or 2
+        languages in every construction, or accuracies constant within every language.
     """
     from dataclasses import replace
 
@@ -444,6 +450,9 @@ def construction_agreement(cells: pd.DataFrame, scope: str = "", n_perm: int = 9
     labels = pd.Series(c["subset"].to_numpy(), index=idx)
     strata = pd.Series(c["lang"].to_numpy(), index=idx, name="language")
     langs = strata.to_numpy()
+    if c["subset"].nunique() < 3 or c["lang"].nunique() < 2 or not np.isfinite(
+            _concordance(values.to_numpy(), labels.to_numpy(), langs)):
+        return None  # no correlation to test (too few cells, or constant accuracies)
     t = language_claim(
         "construction_agreement", "a construction hard in one language is hard in the others",
         "mean Spearman r over language pairs of Direct accuracy across constructions", values,
@@ -464,10 +473,15 @@ def grammar_vs_concepts(grammar: pd.Series, concepts: pd.Series, scope: str = ""
     Args:
         grammar, concepts: one accuracy per language (index: language codes); languages in both
             are used.
+
+    Returns:
+        a :class:`~xcomps_utils.claims.ClaimTest`, or None with fewer than 3 shared languages.
     """
     from .claims import language_claim
 
     langs = grammar.index.intersection(concepts.index)
+    if len(langs) < 3:
+        return None
     g, c = grammar.loc[langs].astype(float), concepts.loc[langs].astype(float)
     return language_claim(
         "grammar_tracks_concepts", "languages where the model knows grammar are those where it "
@@ -477,3 +491,84 @@ def grammar_vs_concepts(grammar: pd.Series, concepts: pd.Series, scope: str = ""
         "(languages exchangeable)", n_obs=len(langs), seed=seed,
         caveat="grammar and concepts come from different benchmarks, built differently in each "
         "language; the XCOMPS numbers are the project's own sample")
+
+
+# --------------------------------------------------------------------------- the chapter's tables
+
+def chapter_tasks(clams_languages, constructions, turblimp, sling, blimp) -> list[str]:
+    """The task names of the chapter's parameters (CLAMS languages × constructions, TurBLiMP
+    phenomena, SLING paradigms, BLiMP phenomena for the English reference)."""
+    return ([f"clams:{lang}:{c}" for lang in clams_languages for c in constructions]
+            + [f"turblimp:{p}" for p in turblimp] + [f"sling:{p}" for p in sling]
+            + [f"blimp:{p}" for p in blimp])
+
+
+def sample_pairs(names: list[str], n: int | None, seed: int = 0) -> pd.DataFrame:
+    """``n`` seeded pairs of each task (:func:`xcomps_utils.tasks.sample`), with ``lang`` (BLiMP:
+    ``en``) and ``item`` set for every row."""
+    from . import tasks
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", data.SmallSampleWarning)
+        pairs = tasks.sample(names, n, seed=seed)
+    blimp = pairs["dataset"] == "blimp"
+    pairs.loc[blimp, "lang"] = "en"
+    pairs.loc[blimp, "item"] = pairs.loc[blimp, "task"] + ":" + pairs.loc[blimp, "pair_id"]
+    return pairs
+
+
+def pair_table(measures: pd.DataFrame, pairs: pd.DataFrame, method: str = "direct"
+               ) -> pd.DataFrame:
+    """The pairs with one ``<method>_<measure>`` column per measure of a run (long store rows
+    keyed by ``task`` and ``pair_id``)."""
+    m = measures[measures["method"] == method]
+    wide = m.pivot_table(index=["task", "pair_id"], columns="measure", values="value",
+                         aggfunc="first")
+    wide.columns = [f"{method}_{c}" for c in wide.columns]
+    out = pairs.assign(pair_id=pairs["pair_id"].astype(str)).merge(
+        wide.reset_index(), on=["task", "pair_id"], how="inner")
+    return out.assign(family=out["dataset"].map(
+        {"clams": "CLAMS", "turblimp": "TurBLiMP", "sling": "SLING", "blimp": "BLiMP"}))
+
+
+def hebrew_join_effect(joined: pd.DataFrame, published: pd.DataFrame) -> pd.DataFrame:
+    """Direct accuracy of the Hebrew pairs as published and with the article joined (decided
+    pairs of both; :func:`xcomps_utils.precision.decisions`), the change, and the pairs whose
+    decision flips."""
+    from .precision import decisions
+
+    a = published[published["lang"] == "he"].set_index(["task", "pair_id"])
+    b = joined.set_index(["task", "pair_id"]).reindex(a.index)
+    da, db = decisions(a, "direct"), decisions(b, "direct")
+    ok = da.isin(["right", "wrong"]) & db.isin(["right", "wrong"])
+    acc_a, acc_b = (da[ok] == "right").mean(), (db[ok] == "right").mean()
+    return pd.DataFrame({"pairs": [int(ok.sum())], "accuracy as published": [acc_a],
+                         "accuracy, article joined": [acc_b], "change": [acc_b - acc_a],
+                         "decisions flipped": [int((da[ok] != db[ok]).sum())]})
+
+
+def language_accuracy(scored: pd.DataFrame) -> pd.Series:
+    """Mean over a language's tasks of Direct accuracy on decided pairs (each task weighs the
+    same)."""
+    from .precision import decisions
+
+    d = scored.assign(decision=decisions(scored, "direct"))
+    d = d[d["decision"].isin(["right", "wrong"])]
+    return (d.assign(ok=d["decision"] == "right").groupby(["lang", "task"])["ok"].mean()
+            .groupby("lang").mean())
+
+
+def across_language_claims(scored: pd.DataFrame, xcomps_scored: pd.DataFrame, model: str,
+                           n_boot: int = 2000, seed: int = 0) -> list:
+    """The chapter's two claims across languages for one model, Holm-corrected as one family:
+    :func:`construction_agreement` on the CLAMS cells of ``scored`` and
+    :func:`grammar_vs_concepts` (grammar accuracy of ``scored`` per language against the Direct
+    accuracy of ``xcomps_scored``, XCOMPS pairs with ``direct_*`` columns and ``lang``). Tests
+    the data cannot support (too few cells or languages) are left out."""
+    from .claims import correct
+
+    cells = accuracy_cells(scored[scored["dataset"] == "clams"], n_boot=n_boot, seed=seed)
+    concepts = language_accuracy(xcomps_scored.assign(task=xcomps_scored.get("task", "xcomps")))
+    tests = [construction_agreement(cells, scope=model, seed=seed),
+             grammar_vs_concepts(language_accuracy(scored), concepts, scope=model, seed=seed)]
+    return correct([t for t in tests if t is not None], f"across languages ({model})")

@@ -8,7 +8,8 @@ import pandas as pd
 
 from .scoring import TokenScores
 
-__all__ = ["plot_accuracy", "plot_delta_distribution", "plot_token_surprisal"]
+__all__ = ["plot_accuracy", "plot_delta_distribution", "plot_token_surprisal",
+           "plot_grammar_cells", "plot_pivot_shares"]
 
 
 def plot_accuracy(table: pd.DataFrame, model: str, label: str = "task", chance: float | None = 0.5,
@@ -298,4 +299,46 @@ def plot_agreement(x: pd.Series, y: pd.Series, labels: pd.Series, model: str, xl
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(f"{title}: {model}", fontsize=10)
+    return fig
+
+
+def plot_grammar_cells(cells: pd.DataFrame, model: str, rows: str = "lang",
+                       cols: str = "subset", title: str = "Direct accuracy"):
+    """A heatmap of Direct accuracy per ``rows`` × ``cols`` cell
+    (:func:`xcomps_utils.grammar.accuracy_cells`), each cell labelled with its accuracy, its
+    item-bootstrap 95% interval and its decided pairs."""
+    acc = cells.pivot(index=rows, columns=cols, values="accuracy")
+    fig, ax = plt.subplots(figsize=(1.45 * acc.shape[1] + 2, 0.75 * acc.shape[0] + 1.6))
+    im = ax.imshow(acc.to_numpy(float), vmin=0, vmax=1, cmap="RdYlGn", aspect="auto")
+    for _, r in cells.iterrows():
+        i, j = list(acc.index).index(r[rows]), list(acc.columns).index(r[cols])
+        ax.text(j, i, f"{r['accuracy']:.2f}\n[{r['ci_low']:.2f}, {r['ci_high']:.2f}]\n"
+                f"n={r['decided']}", ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(acc.shape[1]), acc.columns, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(acc.shape[0]), acc.index)
+    fig.colorbar(im, ax=ax, label="accuracy (decided pairs; chance 0.5)")
+    ax.set_title(f"{title}: {model} ({int(cells['decided'].sum())} decided pairs, "
+                 f"{int(cells['n'].sum())} in all; 95% item-bootstrap intervals)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot_pivot_shares(summary: pd.DataFrame, model: str, label: str = "lang",
+                      unit: str = "nats"):
+    """Bars of the pivot region's plain and normalized proportion of the pair's difference per
+    group (:func:`xcomps_utils.grammar.pivot_summary`), with the number of pairs."""
+    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(summary) + 1.5))
+    y = np.arange(len(summary))
+    ax.barh(y - 0.2, summary["plain"], 0.4, color="#4c72b0", label="plain proportion")
+    ax.barh(y + 0.2, summary["normalized"], 0.4, color="#dd8452", label="normalized proportion")
+    ax.set_yticks(y, [f"{r[label]} (n={r['pairs']})" for _, r in summary.iterrows()],
+                  fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(0, color="0.3", lw=0.8)
+    ax.set_xlim(-1, 1)
+    ax.set_xlabel(f"share of the pair's log-probability difference on the pivotal words "
+                  f"(token groups, {unit}; 1: all of it)")
+    ax.legend(fontsize=8, loc="lower left")
+    ax.set_title(f"Where the difference sits: {model}", fontsize=10)
+    fig.tight_layout()
     return fig
