@@ -201,3 +201,23 @@ def test_verify_names_deleted_truncated_and_garbage_shards_and_repair_restores_t
     again = methods.run(lm, pairs, "direct", store=tmp_path, shard_size=1, progress=False)
     assert again.computed["direct"] == 0
     pd.testing.assert_frame_equal(again.measures, res.measures)
+
+
+def test_repair_of_a_neuro_run_recomputes_a_state_shard_and_the_probes(lm, tmp_path):
+    from xcomps_utils import xcomps
+
+    pairs = xcomps.load_languages(["en"], source="sample", items_per_language=6, seed=0)
+    res = methods.run(lm, pairs, ["neuro"], store=tmp_path, probe_by=[["lang"]], shard_size=12,
+                      progress=False)
+    rid = res.runs["neuro"]
+    assert S.Store(tmp_path).run(rid).done() == {"shard-00000", "shard-00001", "probes"}
+    (tmp_path / "states" / f"run={rid}" / "shard-00001.npy").unlink()
+    (tmp_path / "measures" / f"run={rid}" / "probes.parquet").write_bytes(b"garbage")
+    st = S.Store(tmp_path)
+    assert {p["shard"] for p in st.verify()} == {"shard-00001", "probes"}
+    assert [r["shard"] for r in st.repair()] == ["shard-00001", "probes"]
+    assert S.Store(tmp_path).verify() == []
+    again = methods.run(lm, pairs, ["neuro"], store=tmp_path, probe_by=[["lang"]],
+                        shard_size=12, progress=False)
+    assert again.computed["neuro"] == 0
+    pd.testing.assert_frame_equal(again.measures, res.measures)

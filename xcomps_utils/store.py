@@ -279,6 +279,7 @@ class Store:
             raise StoreError(f"results store {str(self.root)!r} is a file, not a folder; pass a "
                              f"folder with --store (store=)")
         self._verified: set = set()
+        self._repairing: set = set()  # (run, shard) being recomputed: not a damage meanwhile
 
     def __repr__(self) -> str:
         return f"Store({str(self.root)!r})"
@@ -395,6 +396,8 @@ class Store:
                 continue
             done = run.done()
             for name in names:
+                if (rid, name) in self._repairing:
+                    continue
                 marker = run.folder / "done" / name
                 if name not in done:
                     out.append({"run": rid, "shard": name, "file": f"runs/{rid}/done/{name}",
@@ -493,13 +496,17 @@ class Store:
             size = rec["shard_size"]
             for name in sorted(names, key=lambda n: (n == "probes", n)):
                 moved = self._quarantine(rid, name, stamp)
-                if name == "probes":
-                    measures, details = M._probes(self, rid, used, p), {}
-                else:
-                    i = int(name.removeprefix("shard-"))
-                    shard = used.iloc[i * size:(i + 1) * size].reset_index(drop=True)
-                    measures, details = M._SHARD[key["method"]](lm, shard, p)
-                run.commit_shard(name if name == "probes" else i, measures, details)
+                self._repairing.add((rid, name))
+                try:
+                    if name == "probes":  # reads the (verified) state shards
+                        measures, details = M._probes(self, rid, used, p), {}
+                    else:
+                        i = int(name.removeprefix("shard-"))
+                        shard = used.iloc[i * size:(i + 1) * size].reset_index(drop=True)
+                        measures, details = M._SHARD[key["method"]](lm, shard, p)
+                    run.commit_shard(name if name == "probes" else i, measures, details)
+                finally:
+                    self._repairing.discard((rid, name))
                 out.append({"run": rid, "shard": name, "moved": moved})
         return out
 
