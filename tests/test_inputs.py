@@ -186,3 +186,20 @@ def test_warnings_are_not_errors():
         warnings.simplefilter("error")
         check_pair_texts(_pairs("Fine."))
     assert S.StoreError.__doc__
+
+
+def test_sweep_into_a_read_only_store_fails_before_any_model_loads(data_dir, tmp_path):
+    import os
+
+    store = "/sys/xcomps-store" if os.geteuid() == 0 else str(tmp_path / "ro")
+    if os.geteuid() != 0:
+        os.makedirs(store)
+        os.chmod(store, 0o555)
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"models": ["smollm2-135m-instruct"], "methods": ["direct"],
+                                    "executor": "local", "store": store, "device": "cpu",
+                                    "data": [{"languages": ["en"], "items_per_language": 1}]}))
+    start = time.monotonic()
+    r = CliRunner().invoke(cli.main, ["sweep", str(path), "--quiet"])
+    assert r.exit_code == 1 and "is not writable" in r.output, r.output
+    assert time.monotonic() - start < 30

@@ -48,8 +48,8 @@ class _Group(click.Group):
         except Exception as err:  # noqa: BLE001 - the one error path
             if ctx.params.get("debug"):
                 raise
-            raise click.ClickException(f"{_one_line(err)} (xcomps-study --debug ... shows the "
-                                       f"traceback)") from err
+            raise click.ClickException(f"{_one_line(err)} (traceback: xcomps-study --debug ...)"
+                                       ) from err
 
 
 def _quiet_loading() -> None:

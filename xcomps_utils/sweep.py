@@ -746,8 +746,9 @@ def _run_local(specs, progress, fault) -> list[dict]:
     from tqdm.auto import tqdm
 
     from .models import resolve_device_dtype
+    from .store import Store
 
-    rep, rows = Replica(fault), []
+    rep, rows, checked = Replica(fault), [], False
     bar = tqdm(total=0, unit="shard", desc="sweep (one process)", disable=not progress)
     try:
         for spec in specs:
@@ -755,6 +756,10 @@ def _run_local(specs, progress, fault) -> list[dict]:
             if row is not None:
                 rows.append(row)
                 continue
+            if not checked:  # before the first model load: the store and the device
+                Store(spec.store).check_writable()
+                resolve_device_dtype(spec.device, spec.dtype, check=True)
+                checked = True
             info = rep.open(spec, spec.used)
             if info["complete"]:
                 rows.append(_row(spec, info, 0, "complete"))
@@ -804,6 +809,10 @@ def _run_ray(ray, sweep, specs, address, progress, fault):
                 rows[k] = row
             else:
                 todo_specs.append(k)
+        if todo_specs:
+            from .store import Store
+
+            Store(specs[todo_specs[0]].store).check_writable()
         n_work = sum(specs[k].n_shards for k in todo_specs)
         n, res = _replicas(ray, sweep, n_work)
         retries = sweep.ray["max_retries"]
