@@ -506,7 +506,7 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
         datasets: ``{file: sha256}`` of the data files read (recorded in the provenance).
         progress: a tqdm bar per method (pairs done).
         truncate: cut texts longer than the model's context (with a warning; the run's key
-            follows the cut texts) instead of failing.
+            follows the cut texts) instead of failing. The model is loaded to count tokens.
 
     Every input is checked before any work, and before any run folder is created: the methods
     and parameters, the texts (:func:`xcomps_utils.encoding.check_pair_texts`), the model name,
