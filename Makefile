@@ -44,7 +44,7 @@ SMOKE_DIR := build/smoke
 # `make publish` goes on from the runs and shards it holds, and a second one computes nothing new.
 PUBLISH_direct_scoring = -p n_pairs 1000 -p convention_pairs 1000 -p store $(STORE)
 PUBLISH_grammar_across_languages = -p items_per_task 200 -p neuro_pairs_per_language 200 \
-  -p xcomps_items None -p n_boot 2000 -p store $(STORE)
+  -p neuro_splits 5 -p xcomps_items None -p n_boot 2000 -p store $(STORE)
 PUBLISH_reproducibility =
 PUBLISH_token_perplexity_method = -p store $(STORE)
 PUBLISH_token_perplexity_results = -p items_per_task 200 -p n_boot 2000 -p store $(STORE)
