@@ -1,3 +1,4 @@
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -66,3 +67,23 @@ def test_environment_names_versions_and_provenance_uses_it():
     assert isinstance(env["CUDA available"], bool) and env["CPU threads"] >= 1
     prov = results.provenance(None, seed=3)
     assert prov["torch"] == env["torch"] and prov["parameters"] == {"seed": 3}
+
+
+def test_accuracy_table_decisions_and_item_intervals():
+    from xcomps_utils.stats import accuracy_table, wilson_interval
+
+    t = pd.DataFrame({"task": "t", "correct": [1.0, 0.0, float("nan"), 1.0],
+                      "decision": ["right", "wrong", None, "right"], "item": list("abcd")})
+    row = accuracy_table(t, item="item").iloc[0]
+    assert (row.decided, row.correct) == (3, 2)  # a pair without a decision is not decided
+    # every pair its own item: Wilson's interval, not a bootstrap over 3 units
+    assert (row.ci_low, row.ci_high) == pytest.approx(wilson_interval(2, 3))
+    shared = pd.DataFrame({"task": "t", "correct": [1.0] * 8, "item": list("aabbccdd")})
+    row = accuracy_table(shared, item="item").iloc[0]
+    assert np.isnan(row.ci_low) and row.accuracy == 1.0  # 4 shared items: no interval
+    many = pd.DataFrame({"task": "t", "item": np.repeat(np.arange(30), 4),
+                         "correct": np.repeat(np.r_[np.ones(20), np.zeros(10)], 4)})
+    row = accuracy_table(many, item="item", n_boot=2000).iloc[0]
+    # items, not pairs, are the unit: as wide as 30 coin flips, wider than Wilson over 120
+    lo, hi = wilson_interval(80, 120)
+    assert row.ci_high - row.ci_low > 1.5 * (hi - lo)

@@ -275,7 +275,7 @@ def _p_sides(reps: np.ndarray, null: float, direction: int, margin: float | None
 def _decide(p_sup: float, p_con: float, direction: int, level: float, smallest_p: float = 0.0
             ) -> str:
     """The verdict from one-sided p-values at ``level`` (0.025 uncorrected)."""
-    if smallest_p > level:
+    if smallest_p > (2 * level if direction == 0 else level):
         return "cannot be decided"
     if direction == 0:  # p_sup is two-sided
         if np.isfinite(p_sup) and p_sup <= 2 * level:
@@ -405,6 +405,25 @@ def _default_null(null: float, direction: int) -> str:
 
 # --- permutation over languages ---------------------------------------------------------------
 
+def _distinct_orders(values: list):
+    """Every distinct ordering of a multiset, without walking all ``n!`` orders: positions are
+    chosen label by label (``itertools.combinations``)."""
+    counts = pd.Series(values).value_counts(sort=False)
+    n = len(values)
+
+    def place(free, k):
+        if k == len(counts):
+            yield {}
+            return
+        label, c = counts.index[k], int(counts.iloc[k])
+        for pos in itertools.combinations(free, c):
+            rest = [f for f in free if f not in pos]
+            for tail in place(rest, k + 1):
+                yield {**{q: label for q in pos}, **tail}
+    for assignment in place(list(range(n)), 0):
+        yield [assignment[i] for i in range(n)]
+
+
 def _labelings(labels: np.ndarray, strata: np.ndarray | None, limit: int):
     """Every distinct relabeling of ``labels`` within ``strata`` (None when more than
     ``limit``)."""
@@ -418,7 +437,7 @@ def _labelings(labels: np.ndarray, strata: np.ndarray | None, limit: int):
         total *= n_distinct
         if total > limit:
             return None
-    per = [(idx, sorted(set(itertools.permutations(labels[idx].tolist())))) for idx in groups]
+    per = [(idx, list(_distinct_orders(labels[idx].tolist()))) for idx in groups]
     out = []
     for combo in itertools.product(*[p for _, p in per]):
         lab = labels.copy()
@@ -465,23 +484,25 @@ def permutation_test(labels, statistic: Callable[[np.ndarray], float], strata=No
 
 
 def _perm_p(observed, null_values, exact, direction):
-    """One-sided permutation p-values ``(p_supported, p_contradicted)`` and the smallest
-    one-sided p the test can reach."""
+    """One-sided permutation p-values ``(p_supported, p_contradicted)`` and the smallest p the
+    test of the hypothesis' side can reach (for ``direction == 0``: the smallest two-sided p)."""
     v = null_values[np.isfinite(null_values)]
     tol = 1e-12 * max(1.0, abs(observed))
     if exact:
         hi = np.mean(v >= observed - tol)
         lo = np.mean(v <= observed + tol)
-        smallest = min(np.mean(v >= v.max() - tol), np.mean(v <= v.min() + tol))
+        small_hi = np.mean(v >= v.max() - tol)   # the best any labeling can do, upper side
+        small_lo = np.mean(v <= v.min() + tol)
     else:
         hi = (np.sum(v >= observed - tol) + 1) / (len(v) + 1)
         lo = (np.sum(v <= observed + tol) + 1) / (len(v) + 1)
-        smallest = 1 / (len(v) + 1)
+        small_hi = small_lo = 1 / (len(v) + 1)
     if direction > 0:
-        return float(hi), float(lo), float(smallest)
+        return float(hi), float(lo), float(small_hi)
     if direction < 0:
-        return float(lo), float(hi), float(smallest)
-    return float(min(1.0, 2 * min(hi, lo))), math.nan, float(2 * smallest)
+        return float(lo), float(hi), float(small_lo)
+    return float(min(1.0, 2 * min(hi, lo))), math.nan, float(min(1.0, 2 * min(small_hi,
+                                                                                small_lo)))
 
 
 def language_claim(claim: str, hypothesis: str, measure: str, values: pd.Series,
@@ -909,13 +930,15 @@ def pivotal_rarely_whole(metrics: pd.DataFrame, task: str, value: str = "pivotal
     """*Pivotal tokens rarely offer a complete explanation of the perplexity shift* (Prins et
     al. 2026, §3, "Results on normalized proportion").
 
-    With the paper's own denominator, the plain proportion is ``Σ_pivotal |ΔPPL_g| / |ΔPPL|``,
-    the pivotal groups' absolute differences over the *total* (signed) perplexity difference of
-    the prompts; it exceeds 1 when the other tokens pull the other way, so "whole" is reachable:
-    ``pivotal_whole`` is 1 for a prompt pair where it is at least 1
-    (:func:`xcomps_utils.perplexity.prompt_pair_measures`). Effect: the share of prompt pairs
-    the pivotal tokens explain whole; the hypothesis is that it is below one half ("rarely"),
-    contradicted when it is above. Unit: the item (with all its prompt pairs).
+    With the paper's own denominator, the *total* (signed) perplexity difference, the pivotal
+    groups can carry all of it or more (the other tokens pulling the other way), so "whole" is
+    reachable: ``pivotal_whole`` is 1 for a prompt pair whose pivotal groups, in the total's
+    direction, reach the total (:func:`xcomps_utils.perplexity.prompt_pair_measures`). Effect:
+    the share of prompt pairs the pivotal tokens explain whole; the hypothesis is that it is
+    below one half ("rarely", a substantive threshold), contradicted when it is above. Unit:
+    the item (with all its prompt pairs). Pivotal tokens with no role at all also explain the
+    whole rarely (about 10-20% of prompt pairs under noise): that they matter is
+    :func:`pivotal_influence`'s question, not this one's.
     """
     return _mean_claim("pivotal_rarely_whole", "pivotal tokens rarely explain the whole "
                        "perplexity difference", metrics, task, value, item, -1, 0.5, kw,

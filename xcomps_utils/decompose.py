@@ -482,12 +482,10 @@ def prior_share(decomposed: pd.DataFrame, by: str | list[str] | None = "lang",
     gets right (``delta > 0``; ties and near ties left out), the fraction whose continuation
     after the concept does *not* prefer the acceptable sentence (``cond_delta <= 0``). It is far
     from 0 even with no systematic prior and no knowledge: with independent zero-mean noise on
-    both parts it is about 25%. Its baseline is the mirror count, ``only_cond``: pairs the prior
-    turns wrong. The **net** effect, ``net = (only_direct - only_cond) / decided pairs`` (=
-    Direct minus conditional Direct accuracy over the pairs both decide), is 0 when the prior is
-    as likely to help as to hurt (sign-symmetric); it is what
-    :func:`direct_needs_prior` tests. Also, per group: ``direct_acc``, ``cond_acc``, ``both``,
-    ``only_direct``, ``only_cond``, ``neither`` (counts of pairs), and ``prior_share``'s 95%
+    both parts it is about 25%. The **net** effect, ``net``: Direct's accuracy minus its accuracy
+    with the prior's sign flipped (:func:`_mirror_rows`), 0 when the prior is as likely to help
+    as to hurt (sign-symmetric); it is what :func:`direct_needs_prior` tests. Also, per group: ``direct_acc``, ``cond_acc``, ``both``,
+    ``only_direct``, ``only_cond``, ``neither`` (counts over all pairs), and ``prior_share``'s 95%
     percentile interval resampling whole items (``item``: a concept-property item in every
     language at once, :func:`xcomps_utils.claims.bootstrap_means`).
 
@@ -517,45 +515,64 @@ def prior_share(decomposed: pd.DataFrame, by: str | list[str] | None = "lang",
 
 
 def _net(d: pd.DataFrame) -> float:
-    """(only Direct right - only conditional right) / pairs both judges decide."""
-    both = _decided(d, ("direct_tie", "cond_tie"))
-    if not len(both):
+    """Direct's accuracy minus its mirror's (the prior's sign flipped), :func:`_mirror_rows`."""
+    m = _mirror_rows(d) if "cond_delta" in d and "delta" in d else d.iloc[:0]
+    if not len(m):
         return math.nan
-    dc, cc = both["direct_correct"] == 1, both["cond_correct"] == 1
-    return float(((dc & ~cc).sum() - (~dc & cc).sum()) / len(both))
+    return float(m["direct_correct"].mean() - m["mirror_correct"].mean())
 
 
 _SOURCE = "this book (issue 14): XCOMPS (He et al., 2025) x token-level perplexity (Prins et al., 2026)"
 
 
+def _mirror_rows(d: pd.DataFrame) -> pd.DataFrame:
+    """Pairs with Direct's decision and its *mirror*: the decision the same pair would get with
+    the concept prior's sign flipped, ``cond_delta - prior_delta = 2 cond_delta - delta > 0``.
+    A pair is kept when both are decisions: not a tie or near tie of the run (``_decided``),
+    and the mirror not within the run's near-tie tolerance (``direct_near_tie_tolerance`` when
+    present), so both sides are trimmed alike."""
+    kept = _decided(d, ("direct_tie",))
+    mirror = 2 * kept["cond_delta"] - kept["delta"]
+    tol = kept["direct_near_tie_tolerance"].fillna(0) if "direct_near_tie_tolerance" in kept \
+        else 0.0
+    kept = kept[mirror.abs() > tol]
+    return kept.assign(mirror_correct=((2 * kept["cond_delta"] - kept["delta"]) > 0)
+                       .astype(float))
+
+
 def direct_needs_prior(decomposed: pd.DataFrame, scope: str = "all languages",
                        item: str = "property", **kw):
-    """*The concept prior helps Direct, net*: full-sentence Direct minus conditional Direct
-    accuracy, over the pairs both decide (ties and near ties left out), items resampled.
+    """*The concept prior helps Direct, net*: Direct's accuracy minus the accuracy the same
+    pairs would have with the concept prior's sign flipped, items resampled.
 
-    The null is a sign-symmetric prior: the concept's prior turns as many wrong pairs right as
-    right pairs wrong, and the two accuracies are equal. Supported means part of Direct's
-    accuracy is owed to the concept's prior, not to knowledge of the property (COMPS, Misra et
-    al. 2023, removes the prior the same way); contradicted means the prior hurts Direct, net.
+    Direct decides by ``delta = cond_delta + prior_delta`` (the continuation after the concept
+    plus the concept's prior). Under the null of a *sign-symmetric* prior (as likely to favour
+    either concept, whatever the model knows of the property), ``cond + prior`` and
+    ``cond - prior`` have the same distribution, so Direct is as accurate as its mirror,
+    ``2 cond_delta - delta > 0``. (Direct minus *conditional* Direct accuracy is not 0 under
+    that null: adding symmetric noise to a model that knows the property lowers its accuracy.)
+    Supported: the prior systematically favours the acceptable concept, so part of Direct's
+    accuracy is owed to it (COMPS, Misra et al. 2023, removes the prior the same way);
+    contradicted: it favours the unacceptable one. Ties and near ties of either side are left
+    out (:func:`_mirror_rows`).
 
     Returns:
         :class:`xcomps_utils.claims.ClaimTest`.
     """
     from .claims import SESOI, evaluate_claim
 
-    both = _decided(decomposed, ("direct_tie", "cond_tie"))
+    both = _mirror_rows(decomposed)
     long = pd.concat([both.assign(judge="a_direct", right=both["direct_correct"]),
-                      both.assign(judge="b_cond", right=both["cond_correct"])])
+                      both.assign(judge="b_mirror", right=both["mirror_correct"])])
 
     def combine(means, levels):
-        return means[:, levels.index("a_direct")] - means[:, levels.index("b_cond")]
-    return evaluate_claim("direct_needs_prior", "the concept prior helps Direct, net: "
-                          "full-sentence Direct is more accurate than Direct on the property "
-                          "tokens alone", "Direct minus conditional Direct accuracy (net effect "
-                          "of the prior)", long, ("right", "judge", combine), item, +1, 0.0,
-                          "item", _SOURCE, scope=scope, null_hypothesis="the prior is "
-                          "sign-symmetric: as many pairs turned right as turned wrong",
-                          sesoi=SESOI["accuracy"], **kw)
+        return means[:, levels.index("a_direct")] - means[:, levels.index("b_mirror")]
+    return evaluate_claim("direct_needs_prior", "the concept prior helps Direct, net: Direct is "
+                          "more accurate than with the prior's sign flipped", "Direct minus "
+                          "mirrored-prior accuracy (net effect of the prior)", long,
+                          ("right", "judge", combine), item, +1, 0.0, "item", _SOURCE,
+                          scope=scope, null_hypothesis="the prior is sign-symmetric: Direct is "
+                          "as accurate as with the prior flipped", sesoi=SESOI["accuracy"], **kw)
 
 
 def concept_carries_most(decomposed: pd.DataFrame, unit: str = "s",

@@ -312,9 +312,12 @@ def prompt_pair_measures(groups: pd.DataFrame, metrics: pd.DataFrame | None = No
 
     * ``whole_<unit>`` = ``Σ_g d_g``, the total (signed) difference, and ``paper_plain_pivotal_<unit>``
       = ``Σ_pivotal |d_g| / |Σ_g d_g|``: the plain proportion with the paper's denominator, "the
-      total PPL difference between the two prompts" (Prins et al. 2026, §2). It exceeds 1 when
-      other tokens pull the other way; ``pivotal_whole`` is 1 where it reaches 1 (the pivotal
-      tokens explain the whole difference), else 0.
+      total PPL difference between the two prompts" (Prins et al. 2026, §2), reconstructed as the
+      sum of the groups' differences (the paper's prompt-level PPL difference is on another
+      scale than token-level ΔPPL). It exceeds 1 when other tokens pull the other way.
+      ``pivotal_whole`` is 1 where the pivotal groups, *in the total's direction*, reach the
+      whole of it, ``Σ_pivotal d_g / Σ_g d_g >= 1`` (pivotal tokens pushing against the total
+      explain none of it), else 0; NaN when the total is 0.
     * ``influence_pivotal_<unit>`` = ``mean_pivotal |d_g| / Σ|d| - mean_all |d_g| / Σ|d|``: the
       *average* pivotal group's share minus the average group's (``1 / n_groups``); 0 for a
       pivotal group like a random group, whatever its sign.
@@ -361,7 +364,9 @@ def prompt_pair_measures(groups: pd.DataFrame, metrics: pd.DataFrame | None = No
         paper = out["piv_abs"] / out["whole"].abs()
         out[f"whole_{unit}"] = out["whole"]
         out[f"paper_plain_pivotal_{unit}"] = paper.where(out["whole"] != 0)
-        out["pivotal_whole"] = (paper >= 1).astype(float).where(paper.notna())
+        signed = out["piv_d"] / out["whole"]
+        out["pivotal_whole"] = (signed >= 1).astype(float).where(
+            (out["whole"] != 0) & out["piv_d"].notna())
         out[f"influence_pivotal_{unit}"] = out["piv_share"] - 1 / out["n"]
         out[f"direction_pivotal_{unit}"] = (out["piv_d"] / out["piv_abs"]).where(out["piv_abs"] > 0)
         out[f"norm_avg_pivotal_{unit}"] = out["piv_signed"] - out["median_signed"]

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["wilson_interval", "accuracy_table"]
+__all__ = ["wilson_interval", "accuracy_table", "MIN_ITEMS"]
+
+#: fewer shared items than this and the item bootstrap gives no interval (NaN): see
+#: :data:`xcomps_utils.claims.MIN_BOOTSTRAP_UNITS`
+MIN_ITEMS = 10
 
 
 def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -35,8 +39,10 @@ def accuracy_table(scored: pd.DataFrame, by: str | list[str] = "task",
     (``item``: the column naming them, e.g. XCOMPS' ``property``, 4 pairs an item), it is a
     percentile bootstrap that resamples whole items (:func:`xcomps_utils.claims.bootstrap_means`):
     a Wilson interval over pairs that share items is too narrow (it covered 86% for 95%).
-    A ``decision`` column (:func:`xcomps_utils.precision.decisions`) wins over ``tie`` /
-    ``near_tie``.
+    Pairs that are each their own item get Wilson's interval; fewer than :data:`MIN_ITEMS`
+    shared items get none (NaN). A ``decision`` column
+    (:func:`xcomps_utils.precision.decisions`) wins over ``tie`` / ``near_tie``; a pair without a
+    decision or a ``correct`` value is not counted as decided.
 
     ``scored`` needs a boolean column ``correct``, and may have ``tie`` (the two log-probabilities
     are equal) and ``near_tie`` (their difference is below the precision of the run's dtype, see
@@ -60,15 +66,19 @@ def accuracy_table(scored: pd.DataFrame, by: str | list[str] = "task",
         key = key if isinstance(key, tuple) else (key,)
         if "decision" in g:
             tie, near = g["decision"] == "tie", g["decision"] == "near_tie"
+            dec = g[g["decision"].isin(["right", "wrong"])]
         else:
             tie = g["tie"].astype(bool) if "tie" in g else pd.Series(False, index=g.index)
             near = (g["near_tie"].astype(bool) & ~tie if "near_tie" in g
                     else pd.Series(False, index=g.index))
-        dec = g[~(tie | near)]
+            dec = g[~(tie | near) & g["correct"].notna()]
         k, n = int(dec["correct"].astype(bool).sum()), len(dec)
+        shared = item is not None and dec[item].nunique() < n  # some item holds several pairs
         if not n:
             lo, hi = float("nan"), float("nan")
-        elif item is not None:
+        elif shared and dec[item].nunique() < MIN_ITEMS:
+            lo, hi = float("nan"), float("nan")  # too few items for a bootstrap interval
+        elif shared:
             from .claims import bootstrap_means
 
             _, lo, hi, _ = bootstrap_means(dec.assign(correct=dec["correct"].astype(float)),
