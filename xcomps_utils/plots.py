@@ -303,12 +303,15 @@ def plot_agreement(x: pd.Series, y: pd.Series, labels: pd.Series, model: str, xl
 
 
 def plot_grammar_cells(cells: pd.DataFrame, model: str, rows: str = "lang",
-                       cols: str = "subset", title: str = "Direct accuracy"):
+                       cols: str = "subset", title: str = "Direct accuracy", ax=None):
     """A heatmap of Direct accuracy per ``rows`` × ``cols`` cell
     (:func:`xcomps_utils.grammar.accuracy_cells`), each cell labelled with its accuracy, its
-    item-bootstrap 95% interval and its decided pairs."""
+    item-bootstrap 95% interval and its decided pairs; on ``ax`` when given (one figure for
+    several models, so a numbered figure is one output)."""
     acc = cells.pivot(index=rows, columns=cols, values="accuracy")
-    fig, ax = plt.subplots(figsize=(1.45 * acc.shape[1] + 2, 0.75 * acc.shape[0] + 1.6))
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(1.45 * acc.shape[1] + 2, 0.75 * acc.shape[0] + 1.6))
+    fig = ax.figure
     im = ax.imshow(acc.to_numpy(float), vmin=0, vmax=1, cmap="RdYlGn", aspect="auto")
     for _, r in cells.iterrows():
         i, j = list(acc.index).index(r[rows]), list(acc.columns).index(r[cols])
@@ -324,10 +327,13 @@ def plot_grammar_cells(cells: pd.DataFrame, model: str, rows: str = "lang",
 
 
 def plot_pivot_shares(summary: pd.DataFrame, model: str, label: str = "lang",
-                      unit: str = "nats"):
+                      unit: str = "nats", ax=None):
     """Bars of the pivot region's plain and normalized proportion of the pair's difference per
-    group (:func:`xcomps_utils.grammar.pivot_summary`), with the number of pairs."""
-    fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(summary) + 1.5))
+    group (:func:`xcomps_utils.grammar.pivot_summary`), with the number of pairs; on ``ax`` when
+    given."""
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(summary) + 1.5))
+    fig = ax.figure
     y = np.arange(len(summary))
     ax.barh(y - 0.2, summary["plain"], 0.4, color="#4c72b0", label="plain proportion")
     ax.barh(y + 0.2, summary["normalized"], 0.4, color="#dd8452", label="normalized proportion")
