@@ -447,3 +447,59 @@ def test_markdown_names_unit_null_family_and_caveat():
     assert "Family: XCOMPS (confirmatory, 1 test, Holm)" in md and "*Caveat:* the sample " in md
     table = claims.claims_table(t)
     assert table.loc[0, "half_width"] == pytest.approx((t[0].ci_high - t[0].ci_low) / 2)
+
+
+def test_resource_trend_over_eighteen_languages():
+    up = _xcomps(lambda l, m, r, t: 0.8 if r == "high" else 0.65, langs=LANGS18, lang_sd=0.1)
+    t = claims.resource_trend(up, n_boot=200)
+    assert t.verdict == "supported" and t.unit == "language"
+    down = _xcomps(lambda l, m, r, t: 0.65 if r == "high" else 0.8, langs=LANGS18, lang_sd=0.1)
+    assert claims.resource_trend(down, n_boot=200).verdict == "contradicted"
+    kw = {"n_boot": 100, "n_perm": 499, "seed": 1}
+    r = _rates(lambda s: _xcomps(lambda *a: 0.7, langs=LANGS18, seed=s, lang_sd=0.5),
+               lambda d: claims._type_trend("r", "h", d, "direct_correct", "resource_level",
+                                            claims.RESOURCE_ORDER, "morphology", +1,
+                                            "property", **kw), 60)
+    assert r["supported"] + r["contradicted"] <= _bound(0.05, 60)
+    r = _rates(lambda s: _xcomps(lambda l, m, res, t: 0.8 if res == "high" else 0.7,
+                                 langs=LANGS18, seed=s, lang_sd=0.15),
+               lambda d: claims._type_trend("r", "h", d, "direct_correct", "resource_level",
+                                            claims.RESOURCE_ORDER, "morphology", +1,
+                                            "property", **kw), 30)
+    assert r["supported"] >= 0.8
+
+
+def _item_means(mean, s, n=40, per=8, item_sd=0.1, sd=0.2, col="v", task="t"):
+    r = np.random.default_rng(s)
+    item = mean + r.normal(0, item_sd, n)
+    return pd.DataFrame({"task": task, "pair_id": np.repeat(np.arange(n).astype(str), per),
+                         "property": np.repeat(np.arange(n).astype(str), per),
+                         col: np.repeat(item, per) + r.normal(0, sd, n * per)})
+
+
+@pytest.mark.parametrize("name", ["pivotal_direction", "concept_carries_most",
+                                  "property_above_chance"])
+def test_mean_claims_reach_both_outcomes_hold_their_null_and_have_power(name):
+    from xcomps_utils import decompose as D
+
+    if name == "pivotal_direction":
+        col, null = "direction_pivotal_ppl", 0.0
+        run = lambda d: claims.pivotal_direction(d, "t", n_boot=300)  # noqa: E731
+    elif name == "concept_carries_most":
+        col, null = "plain_concept_s", 0.5
+        run = lambda d: D.concept_carries_most(d, n_boot=300)  # noqa: E731
+    else:
+        col, null = "cond_correct", 0.5
+        run = lambda d: D.property_above_chance(d, n_boot=300)  # noqa: E731
+
+    def make(mean, s):
+        d = _item_means(mean, s, col=col)
+        if name == "property_above_chance":  # 0/1 decisions, right with probability `mean`
+            p = np.clip(d[col], 0, 1)
+            d[col] = (np.random.default_rng(s).random(len(d)) < p).astype(float)
+        return d
+    assert run(make(null + 0.3, 0)).verdict == "supported"
+    assert run(make(null - 0.3, 1)).verdict == "contradicted"
+    r = _rates(lambda s: make(null, 50 + s), run, 100)
+    assert r["supported"] + r["contradicted"] <= _bound(0.05, 100)
+    assert _rates(lambda s: make(null + 0.12, 500 + s), run, 30)["supported"] >= 0.8

@@ -104,3 +104,32 @@ def test_vectorised_kappa_equals_scikit_learn():
         ok = ~(np.isnan(m[:, i]) | np.isnan(m[:, j]))
         assert k == pytest.approx(cohen_kappa_score(m[ok, i], m[ok, j]), abs=1e-12)
         assert k == pytest.approx(C.cohen_kappa(m[:, i], m[:, j]), abs=1e-12)
+
+
+def _typed(rng, langs, kind, n_items=40, flip=0.1, shared=0.0):
+    """Judgements where languages of the same ``kind`` share a pattern of known items (each
+    language flips ``flip`` of it); ``shared`` mixes in one pattern common to all."""
+    common = rng.integers(0, 2, 4 * n_items)
+    pattern = {k: np.where(rng.random(4 * n_items) < shared, common,
+                           rng.integers(0, 2, 4 * n_items)) for k in set(kind.values())}
+    return _scored({l: np.where(rng.random(4 * n_items) < flip, 1 - pattern[kind[l]],
+                                pattern[kind[l]]) for l in langs}, n_items)
+
+
+def test_agreement_follows_type_is_a_language_level_test_over_eighteen_languages():
+    from xcomps_utils import xcomps
+
+    info = xcomps.languages().set_index("iso")
+    langs = list(info.index)
+    kind = info["morphological_type"].to_dict()
+    # (a) planted: same-type languages share their known items -> supported
+    t = C.agreement_follows(_typed(np.random.default_rng(0), langs, kind), n_boot=100)
+    assert t.verdict == "supported" and t.unit == "language" and t.n_items == 18
+    # ("contradicted" is the same permutation machinery's other side, reached in
+    # tests/test_claims.py::test_morphology_trend_over_eighteen_languages)
+    # (b) null: agreement unrelated to type (one pattern shared by all, languages differing)
+    decided = sum(C.agreement_follows(_typed(np.random.default_rng(10 + s), langs,
+                                             {l: l for l in langs}, shared=0.6),
+                                      n_boot=100).verdict in ("supported", "contradicted")
+                  for s in range(20))
+    assert decided <= 3  # nominal 5% of 20 = 1; 3 allows for the small number of runs

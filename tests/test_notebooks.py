@@ -28,7 +28,7 @@ def test_parameters_cell_survives_jupytext():
 
     nb = jupytext.read(REPO / "notebooks" / "direct_scoring.md")
     tagged = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
-    assert len(tagged) == 1 and "n_pairs = 200" in tagged[0].source
+    assert len(tagged) == 1 and "n_pairs = 150" in tagged[0].source
 
 
 def _errors(nb):

@@ -353,7 +353,7 @@ def _parameters(method: str, p: dict) -> dict:
     return {"probe_by": [list(b) for b in p["probe_by"]], "n_splits": p["n_splits"],
             "inner_splits": p["inner_splits"], "seed": p["seed"],
             "protocol": "item-whole concept-disjoint folds (training purged of test concepts), "
-                        "nested layer choice, label-permutation null (39, per language)",
+                        "nested layer choice, label-permutation null (19, per language)",
             "layers": "embedding + every block, last after the final norm"}
 
 

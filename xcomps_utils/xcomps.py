@@ -360,7 +360,7 @@ def probe_verdict(probe_groups: pd.DataFrame, langs: list[str]) -> str:
     The decision is pooled over languages: the languages' permutation p-values (independent:
     each language has its own sentences and states) are combined by Fisher's method
     (``scipy.stats.combine_pvalues``), one test at one-sided level 0.025. Per language, the
-    smallest p that ``n`` permutations give is ``1 / (n + 1)`` (0.025 with the default 39),
+    smallest p that ``n`` permutations give is ``1 / (n + 1)`` (0.05 with the default 19),
     which Holm over the languages can never bring to 0.025: per-language p-values are printed
     uncorrected, as a description, and a per-language verdict needs about ``40 x languages``
     permutations. Probes at or within their null are named: nothing read off them (layer
