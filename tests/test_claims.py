@@ -151,7 +151,7 @@ def test_ties_and_near_ties_are_not_decisions():
     assert np.isnan(t.effect) and t.verdict == "inconclusive"
     # the run's decision column wins over the flags
     df["direct_decision"] = np.where(rnd, "near_tie", "right")
-    assert len(claims._decided_rows(df, "direct_correct")) == int((~rnd).sum())
+    assert len(claims.decided_rows(df, "direct_correct")) == int((~rnd).sum())
 
 
 # --- items as the unit ---------------------------------------------------------------------------

@@ -48,7 +48,8 @@ import pandas as pd
 
 __all__ = ["ClaimTest", "cluster_bootstrap", "bootstrap_means", "verdict", "evaluate_claim",
            "claims_table", "claims_markdown", "decided", "items_needed", "DEFAULT_N_BOOT",
-           "ALPHA", "VERDICTS", "correct", "permutation_test", "language_claim",
+           "ALPHA", "VERDICTS", "correct", "permutation_test", "language_claim", "finish",
+           "percentile_interval", "bootstrap_p", "decided_rows",
            # XCOMPS (He et al., 2025)
            "english_advantage", "subtle_negatives_harder", "morphology_trend",
            "resource_trend", "direct_tracks_neuro",
@@ -148,7 +149,9 @@ def _members(data: pd.DataFrame, cols: list[str]) -> list[np.ndarray]:
     return [order[starts[k]:starts[k + 1]] for k in range(codes.max() + 1)]
 
 
-def _interval(estimate, reps, n_boot, confidence):
+def percentile_interval(estimate, reps, n_boot, confidence):
+    """``(estimate, low, high, finite_reps)``: the percentile interval of bootstrap replicates
+    ``reps`` (NaN bounds when more than 5% of the ``n_boot`` replicates are not finite)."""
     ok = reps[np.isfinite(reps)]
     if len(ok) < 0.95 * n_boot:
         return estimate, math.nan, math.nan, ok
@@ -200,7 +203,7 @@ def cluster_bootstrap(data: pd.DataFrame, statistic: Callable[[pd.DataFrame], fl
         ValueError: no rows, a missing cluster column, ``n_boot < 100``.
     """
     est, reps, n = _cluster_reps(data, statistic, cluster, n_boot, seed)
-    est, lo, hi, _ = _interval(est, reps, n_boot, confidence)
+    est, lo, hi, _ = percentile_interval(est, reps, n_boot, confidence)
     return est, lo, hi, n
 
 
@@ -247,11 +250,11 @@ def bootstrap_means(data: pd.DataFrame, value: str, cluster: str | list[str],
         ``(estimate, low, high, n_clusters)`` as :func:`cluster_bootstrap`.
     """
     est, reps, n = _means_reps(data, value, cluster, by, combine, n_boot, seed)
-    est, lo, hi, _ = _interval(est, reps, n_boot, confidence)
+    est, lo, hi, _ = percentile_interval(est, reps, n_boot, confidence)
     return est, lo, hi, n
 
 
-def _p_sides(reps: np.ndarray, null: float, direction: int, margin: float | None
+def bootstrap_p(reps: np.ndarray, null: float, direction: int, margin: float | None
              ) -> tuple[float, float]:
     """One-sided bootstrap p-values ``(p_supported, p_contradicted)`` from replicates."""
     ok = reps[np.isfinite(reps)]
@@ -341,7 +344,9 @@ def items_needed(low: float, high: float, n: int, sesoi: float | None, power: fl
     return int(math.ceil(n * ((z + norm.ppf(power)) * se / sesoi) ** 2))
 
 
-def _finish(t: ClaimTest, level: float) -> ClaimTest:
+def finish(t: ClaimTest, level: float) -> ClaimTest:
+    """``t`` with its verdict read from its p-values at one-sided ``level`` (Holm-adjusted
+    within its family when it has one) and ``items_needed`` for an inconclusive item claim."""
     v = _decide(t.p_supported if t.family_size == 1 or not np.isfinite(t.p_adjusted)
                 else _side_adjusted(t, "sup"),
                 t.p_contradicted if t.family_size == 1 or not np.isfinite(t.p_adjusted)
@@ -383,8 +388,8 @@ def evaluate_claim(claim: str, hypothesis: str, measure: str, data: pd.DataFrame
             raise ValueError(f"n_boot must be >= 100, got {n_boot}")
         est, reps, n = _means_reps(data, statistic[0], cluster, statistic[1], statistic[2],
                                    n_boot, seed)
-    est, lo, hi, ok = _interval(est, reps, n_boot, confidence)
-    p_sup, p_con = (_p_sides(ok, null, direction, margin) if np.isfinite(lo)
+    est, lo, hi, ok = percentile_interval(est, reps, n_boot, confidence)
+    p_sup, p_con = (bootstrap_p(ok, null, direction, margin) if np.isfinite(lo)
                     else (math.nan, math.nan))
     few = n < MIN_BOOTSTRAP_UNITS
     t = ClaimTest(claim=claim, hypothesis=hypothesis, measure=measure, effect=est,
@@ -394,7 +399,7 @@ def evaluate_claim(claim: str, hypothesis: str, measure: str, data: pd.DataFrame
                       null, direction), test=f"bootstrap over {unit}s ({n_boot} replicates)",
                   p_supported=p_sup, p_contradicted=p_con, sesoi=sesoi, caveat=caveat,
                   margin=margin, smallest_p=1.0 if few else 0.0)
-    return _finish(t, (1 - confidence) / 2)
+    return finish(t, (1 - confidence) / 2)
 
 
 def _default_null(null: float, direction: int) -> str:
@@ -543,7 +548,7 @@ def language_claim(claim: str, hypothesis: str, measure: str, values: pd.Series,
                   null_hypothesis=null_hypothesis or "the languages' values do not depend on "
                   "the labels (every relabeling equally likely)", test=how,
                   p_supported=p_sup, p_contradicted=p_con, smallest_p=smallest, caveat=caveat)
-    return _finish(t, (1 - confidence) / 2)
+    return finish(t, (1 - confidence) / 2)
 
 
 # --- families ---------------------------------------------------------------------------------
@@ -576,8 +581,8 @@ def correct(tests: list[ClaimTest], family: str, role: str = "exploratory",
     out = []
     for t, a in zip(tests, adj):
         t = replace(t, family=family, family_size=len(tests), role=role, p_adjusted=float(a))
-        out.append(_finish(t, alpha / 2) if np.isfinite(a) or t.verdict == "cannot be decided"
-                   else replace(_finish(t, alpha / 2), verdict="inconclusive"))
+        out.append(finish(t, alpha / 2) if np.isfinite(a) or t.verdict == "cannot be decided"
+                   else replace(finish(t, alpha / 2), verdict="inconclusive"))
     return out
 
 
@@ -637,7 +642,7 @@ def claims_markdown(tests: list[ClaimTest], digits: int = 2) -> str:
 
 # --- accuracy helpers -------------------------------------------------------------------------
 
-def _decided_rows(df: pd.DataFrame, correct: str) -> pd.DataFrame:
+def decided_rows(df: pd.DataFrame, correct: str) -> pd.DataFrame:
     """Rows that are a decision: not a tie, not a near tie, correct not missing (the
     ``<method>_decision`` column of :func:`xcomps_utils.precision.decisions` when present)."""
     keep = df[correct].notna()
@@ -696,7 +701,7 @@ def english_advantage(scored: pd.DataFrame, correct: str = "direct_correct",
         return m[:, en] - np.nanmean(others, axis=1)
     return evaluate_claim("english_advantage", "accuracy is higher in English than in the other "
                           "languages", "English minus mean other-language accuracy",
-                          _decided_rows(scored, correct), (correct, "lang", combine), item, +1,
+                          decided_rows(scored, correct), (correct, "lang", combine), item, +1,
                           0.0, "item", XCOMPS_SOURCE, scope=_method(correct),
                           null_hypothesis="English accuracy equals the other languages' mean",
                           sesoi=SESOI["accuracy"], caveat=TRANSLATION_CAVEAT, **kw)
@@ -720,7 +725,7 @@ def subtle_negatives_harder(scored: pd.DataFrame, correct: str = "direct_correct
         return m[:, levels.index("random")] - np.nanmean(sub, axis=1)
     return evaluate_claim("subtle_negatives_harder", "negatives that share semantic similarity "
                           "are harder than random ones", "random minus mean subtle-negative "
-                          "accuracy", _decided_rows(scored, correct),
+                          "accuracy", decided_rows(scored, correct),
                           (correct, "negative_sample_type", combine), item, +1, 0.0, "item",
                           XCOMPS_SOURCE, scope=_method(correct),
                           null_hypothesis="random and subtle negatives are equally hard",
@@ -730,7 +735,7 @@ def subtle_negatives_harder(scored: pd.DataFrame, correct: str = "direct_correct
 def _language_table(scored: pd.DataFrame, correct: str) -> pd.DataFrame:
     """Per language: decided-pair accuracy, morphological type and resource level (from the
     data's columns, else :func:`xcomps_utils.xcomps.languages`)."""
-    d = _decided_rows(scored, correct)
+    d = decided_rows(scored, correct)
     out = d.groupby("lang")[correct].mean().rename("accuracy").to_frame()
     for col, src in (("morphology", "morphological_type"), ("resource_level", "resource_level")):
         if col in scored:
@@ -768,7 +773,7 @@ def _type_trend(claim, hypothesis, scored, correct, label_col, order, strata_col
     def combine(m, levels):
         xs = np.array([x.get(l, np.nan) for l in levels], float)
         return np.array([_slope(row, xs) for row in m])
-    _, lo, hi, _ = bootstrap_means(_decided_rows(scored, correct), correct, item, "lang",
+    _, lo, hi, _ = bootstrap_means(decided_rows(scored, correct), correct, item, "lang",
                                    combine, n_boot=n_boot, seed=seed, confidence=confidence)
     strata = langs[strata_col].rename(strata_col.replace("_", " "))
     stratified = strata.nunique() > 1
@@ -882,7 +887,7 @@ def direct_tracks_neuro(cells: pd.DataFrame, direct: str = "direct", neuro: str 
     znb = _standardize(N[:, picks])
     with np.errstate(invalid="ignore"):
         reps = np.nanmean((zdb * znb).mean(axis=-1), axis=0)
-    _, lo, hi, _ = _interval(obs, reps, n_boot, confidence)
+    _, lo, hi, _ = percentile_interval(obs, reps, n_boot, confidence)
     t = ClaimTest(claim="direct_tracks_neuro", hypothesis="across languages, Direct accuracy "
                   "tracks the probe's score within each negative type", measure="mean within-"
                   f"type Pearson r of Direct accuracy and probe {neuro}", effect=obs, ci_low=lo,
@@ -896,7 +901,7 @@ def direct_tracks_neuro(cells: pd.DataFrame, direct: str = "direct", neuro: str 
                         f"random permutation of languages ({len(perms)} draws)"),
                   p_supported=p_sup, p_contradicted=p_con, smallest_p=smallest,
                   sesoi=SESOI["correlation"], caveat=probe_caveat)
-    return _finish(t, (1 - confidence) / 2)
+    return finish(t, (1 - confidence) / 2)
 
 
 def above_chance(items: pd.DataFrame, task: str, accuracy: str = "accuracy",
@@ -1004,7 +1009,7 @@ def order_effect(prompts: pd.DataFrame, task: str, correct: str = "correct",
         prompts: one row per prompt pair with ``task``, ``order``, the item column and a 0/1
             ``correct`` (ties: see the module docstring).
     """
-    d = _decided_rows(prompts[prompts["task"] == task], correct)
+    d = decided_rows(prompts[prompts["task"] == task], correct)
     d = d.assign(_first=(d["order"] == first).map({True: "first", False: "other"}))
 
     def combine(m, lv):

@@ -229,12 +229,12 @@ def _claim(name, hypothesis, measure, table, reps, groups, scope, confidence=0.9
     out."""
     from dataclasses import replace
 
-    from .claims import SESOI, ClaimTest, _finish, _interval, _p_sides
+    from .claims import SESOI, ClaimTest, finish, percentile_interval, bootstrap_p
 
     est = _group_stat(table["kappa"].to_numpy(float), groups)
     vals = np.array([_group_stat(k, groups) for k in reps])
-    est, lo, hi, ok = _interval(est, vals, len(vals), confidence)
-    p_sup, p_con = _p_sides(ok, 0.0, +1, None) if np.isfinite(lo) else (math.nan, math.nan)
+    est, lo, hi, ok = percentile_interval(est, vals, len(vals), confidence)
+    p_sup, p_con = bootstrap_p(ok, 0.0, +1, None) if np.isfinite(lo) else (math.nan, math.nan)
     t = ClaimTest(claim=name, hypothesis=hypothesis, measure=measure, effect=est, ci_low=lo,
                   ci_high=hi, null=0.0, direction=+1, verdict="inconclusive",
                   n_items=table.attrs.get("items", 0), unit="item",
@@ -242,7 +242,7 @@ def _claim(name, hypothesis, measure, table, reps, groups, scope, confidence=0.9
                   confidence=confidence, null_hypothesis=null_hypothesis or "kappa 0",
                   test=f"bootstrap over items ({len(vals)} replicates)", p_supported=p_sup,
                   p_contradicted=p_con, sesoi=0.1)
-    return replace(_finish(t, (1 - confidence) / 2))
+    return replace(finish(t, (1 - confidence) / 2))
 
 
 def _group_stat(k, groups):

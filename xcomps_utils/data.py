@@ -104,7 +104,7 @@ def file_sha256(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-def _download(url: str, target: Path) -> None:
+def download(url: str, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(target.suffix + ".part")
     try:
@@ -146,7 +146,7 @@ def dataset_file(dataset: str, filename: str, data_dir: str | os.PathLike | None
             # ``upstream_paths`` maps a local file name to its path upstream where they differ
             # (CLAMS: ``de/x.txt`` is ``de_evalset/x.txt``); templates use {file} or {path}
             upstream = meta.get("upstream_paths", {}).get(filename, filename)
-            _download(meta["url_template"].format(commit=meta["commit"], file=filename,
+            download(meta["url_template"].format(commit=meta["commit"], file=filename,
                                                   path=upstream), path)
     if verify:
         got = file_sha256(path)
@@ -201,7 +201,7 @@ def pivotal_spans(a: str, b: str) -> tuple[list[list[int]], list[list[int]]]:
 
 # --------------------------------------------------------------------------- frames
 
-def _require(record: dict, field: str, path: Path, row: int) -> str:
+def require(record: dict, field: str, path: Path, row: int) -> str:
     if field not in record:
         raise DataError(f"{path}, row {row}: missing field {field!r}")
     value = record[field]
@@ -274,8 +274,8 @@ def load_blimp(phenomenon: str, data_dir=None, verify: bool = True) -> pd.DataFr
             "pair_id": str(rec.get("pairID", line_no - 1)),
             "dataset": "blimp",
             "subset": phenomenon,
-            "good": _require(rec, "sentence_good", path, line_no),
-            "bad": _require(rec, "sentence_bad", path, line_no),
+            "good": require(rec, "sentence_good", path, line_no),
+            "bad": require(rec, "sentence_bad", path, line_no),
             "source_row": line_no,
             "extra": json.dumps({"linguistics_term": rec.get("linguistics_term"),
                                  "field": rec.get("field")}),
@@ -311,7 +311,7 @@ def load_crows_pairs(data_dir=None, verify: bool = True, directions=("stereo", "
     path = dataset_file("crows_pairs", "crows_pairs_anonymized.csv", data_dir, verify)
     rows = []
     for row_no, rec in _read_csv(path, ["sent_more", "sent_less", "stereo_antistereo", "bias_type"]):
-        direction = _require(rec, "stereo_antistereo", path, row_no)
+        direction = require(rec, "stereo_antistereo", path, row_no)
         if direction not in ("stereo", "antistereo"):
             raise DataError(f"{path}, row {row_no}, field 'stereo_antistereo': {direction!r}")
         if direction not in directions:
@@ -319,9 +319,9 @@ def load_crows_pairs(data_dir=None, verify: bool = True, directions=("stereo", "
         rows.append({
             "pair_id": str(rec.get("") or row_no - 1),
             "dataset": "crows_pairs",
-            "subset": _require(rec, "bias_type", path, row_no),
-            "good": _require(rec, "sent_more", path, row_no),
-            "bad": _require(rec, "sent_less", path, row_no),
+            "subset": require(rec, "bias_type", path, row_no),
+            "good": require(rec, "sent_more", path, row_no),
+            "bad": require(rec, "sent_less", path, row_no),
             "source_row": row_no,
             "extra": json.dumps({"stereo_antistereo": direction}),
         })
@@ -345,9 +345,9 @@ def load_dust(data_dir=None, verify: bool = True) -> pd.DataFrame:
         rows.append({
             "pair_id": str(row_no - 1),
             "dataset": "dust",
-            "subset": _require(rec, "phenomenon", path, row_no),
-            "good": _require(rec, "underspecified sentence", path, row_no),
-            "bad": _require(rec, "control sentence", path, row_no),
+            "subset": require(rec, "phenomenon", path, row_no),
+            "good": require(rec, "underspecified sentence", path, row_no),
+            "bad": require(rec, "control sentence", path, row_no),
             "source_row": row_no,
             "extra": json.dumps({"type": rec["type"], "source_dataset": rec["dataset"]}),
         })

@@ -66,7 +66,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .perplexity import _PERIODS, normalized_proportion, plain_proportion
+from .perplexity import PERIODS, normalized_proportion, plain_proportion
 from .scoring import TokenScores
 from .words import token_boundaries, token_spans, word_spans
 
@@ -208,7 +208,7 @@ def continuation_logprob(scores: TokenScores, start: int) -> float:
 
 
 def _category(text: str) -> str:
-    return "period" if any(c in _PERIODS for c in text) and not any(c.isalnum() for c in text) \
+    return "period" if any(c in PERIODS for c in text) and not any(c.isalnum() for c in text) \
         else "property"
 
 

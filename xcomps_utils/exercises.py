@@ -47,7 +47,7 @@ def reprobe(results, pairs: pd.DataFrame, folds: str = "leak_free", lang: str | 
     import numpy as np
     from sklearn.model_selection import StratifiedKFold
 
-    from .methods import _ShardedStates
+    from .methods import ShardedStates
     from .probing import make_folds, probe_layers, probe_sentences
 
     if "neuro" not in results.runs:
@@ -58,7 +58,7 @@ def reprobe(results, pairs: pd.DataFrame, folds: str = "leak_free", lang: str | 
         pairs = pairs[pairs["lang"] == lang]
         if pairs.empty:
             raise ValueError(f"no pair of language {lang!r}")
-    states = _ShardedStates(results.store, results.runs["neuro"])
+    states = ShardedStates(results.store, results.runs["neuro"])
     sents = probe_sentences(pairs, "property" if "property" in pairs else "item")
     missing = [t for t in sents["text"] if t not in states.index]
     if missing:

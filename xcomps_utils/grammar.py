@@ -237,8 +237,8 @@ def load_turblimp(phenomenon: str, data_dir=None, verify: bool = True) -> pd.Dat
                 raise DataError(f"{path}, row {no}: {len(cells)} cells, the header has "
                                 f"{len(header)} ({';'.join(header)})")
             rec = dict(zip(header, cells))
-            good = data._require(rec, "good_sentence", path, no)
-            bad = data._require(rec, "bad_sentence", path, no)
+            good = data.require(rec, "good_sentence", path, no)
+            bad = data.require(rec, "bad_sentence", path, no)
             gp, bp = data.pivotal_spans(good, bad)
             gc, bc = _cue_span(good, rec["good_cue"], gp), _cue_span(bad, rec["bad_cue"], bp)
             # per side: the cue where found, else the differing words (none on the shorter side
@@ -275,8 +275,8 @@ def load_sling(paradigm: str, data_dir=None, verify: bool = True) -> pd.DataFram
     for no, rec in data.read_jsonl(path):
         if not isinstance(rec, dict):
             raise DataError(f"{path}, row {no}: expected a JSON object, got {type(rec).__name__}")
-        good = data._require(rec, "sentence_good", path, no)
-        bad = data._require(rec, "sentence_bad", path, no)
+        good = data.require(rec, "sentence_good", path, no)
+        bad = data.require(rec, "sentence_bad", path, no)
         gp, bp = data.pivotal_spans(good, bad)
         rows.append({"pair_id": str(no - 1), "dataset": "sling", "subset": phenomenon,
                      "good": good, "bad": bad, "good_pivots": gp, "bad_pivots": bp,

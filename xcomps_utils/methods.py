@@ -244,7 +244,7 @@ def _neuro(lm, pairs: pd.DataFrame, p: dict) -> tuple[None, dict]:
     return None, {"states": states, "neuro_sentences": pd.DataFrame({"text": texts})}
 
 
-class _ShardedStates:
+class ShardedStates:
     """Rows of the states of every shard, gathered on demand (memory: the rows asked for)."""
 
     def __init__(self, store: Store, rid: str):
@@ -268,7 +268,7 @@ _LAYER_MEASURES = ("f1", "balanced_accuracy", "mcc", "null_q95", "convergence_wa
 def _probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame:
     from .probing import DEFAULT_N_PERMUTATIONS, ProbeError, probe_pairs
 
-    states = _ShardedStates(store, rid)
+    states = ShardedStates(store, rid)
     item = "property" if "property" in pairs else "item"
     frames = []
     for by in p["probe_by"]:

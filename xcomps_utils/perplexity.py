@@ -46,7 +46,7 @@ __all__ = ["load_wordings", "PromptPair", "build_prompt_pairs", "align_groups",
            "item_summary", "claim_tests", "order_table", "prompt_pair_measures"]
 
 CATEGORIES = ("pivotal", "period", "other")
-_PERIODS = ".\u3002\uff0e"  # full stop, ideographic full stop, fullwidth full stop
+PERIODS = ".\u3002\uff0e"  # full stop, ideographic full stop, fullwidth full stop
 ORDERS = ("good_first", "bad_first")
 
 
@@ -196,7 +196,7 @@ def align_groups(pp: PromptPair, sa: TokenScores, sb: TokenScores) -> pd.DataFra
         text = "".join(pp.correct[i] for i in np.sort(position_a[chars]))
         if pivotal[chars].any():
             cat = "pivotal"
-        elif any(ch in _PERIODS for ch in text) and not any(ch.isalnum() for ch in text):
+        elif any(ch in PERIODS for ch in text) and not any(ch.isalnum() for ch in text):
             cat = "period"
         else:
             cat = "other"

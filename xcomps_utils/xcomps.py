@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .data import (PAIR_COLUMNS, ChecksumError, DataError, SmallSampleWarning, _download,
+from .data import (PAIR_COLUMNS, ChecksumError, DataError, SmallSampleWarning, download,
                    manifest, pivotal_spans, read_jsonl)
 from .paths import cache_dir, resources_dir
 
@@ -88,7 +88,7 @@ def xcomps_file(lang: str, source: str = "sample", data_dir=None, verify: bool =
     if path is None or not path.exists():
         path = cache_dir() / "data" / meta["folder"] / name
         if not path.exists():
-            _download(url, path)
+            download(url, path)
     if verify and want is not None:
         got = git_blob_id(path)
         if got != want:
@@ -259,12 +259,12 @@ def method_tables(scored: pd.DataFrame, probe_groups: pd.DataFrame, langs: list[
     decided pairs (ties and near ties left out; from :func:`pair_table`), and each cell's probe
     balanced accuracy at the layer chosen by nested cross-validation (from the second table of
     :func:`xcomps_utils.probing.probe_tables`; not the maximum over layers, which is biased)."""
-    from .claims import _decided_rows
+    from .claims import decided_rows
 
     tables = {}
     for name, col in (("Meta", "meta_correct"), ("Direct", "direct_correct")):
         if col in scored:
-            d = _decided_rows(scored, col)
+            d = decided_rows(scored, col)
             tables[name] = d.pivot_table(index="lang", columns="negative_sample_type",
                                          values=col, aggfunc="mean").reindex(langs)[NEGATIVE_TYPES]
     if len(probe_groups) and "nested_balanced_accuracy" in probe_groups:
@@ -329,9 +329,9 @@ def claim_tests(scored: pd.DataFrame, probe_groups: pd.DataFrame | None = None,
 def neuro_cells(scored: pd.DataFrame, probe_groups: pd.DataFrame) -> pd.DataFrame:
     """Direct accuracy (decided pairs) and the probe's nested balanced accuracy per language x
     negative-type cell: columns ``lang``, ``subset``, ``direct``, ``neuro``."""
-    from .claims import _decided_rows
+    from .claims import decided_rows
 
-    d = _decided_rows(scored, "direct_correct")
+    d = decided_rows(scored, "direct_correct")
     direct = d.groupby(["lang", "negative_sample_type"])["direct_correct"].mean()
     cells = probe_groups[probe_groups["subset"] != "all"][
         ["lang", "subset", "nested_balanced_accuracy"]].rename(
