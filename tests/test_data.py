@@ -1,12 +1,16 @@
 import csv
 import json
 import shutil
+import subprocess
 import warnings
+from pathlib import Path
 
 import pytest
 
-from xcomps_utils import data, tasks
+from xcomps_utils import data, paths, tasks
 from xcomps_utils.data import ChecksumError, DataError, DataQualityWarning
+
+REPO = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("task, rows", [("blimp_anaphor", 1000), ("blimp_animacy", 1000),
@@ -152,31 +156,114 @@ def test_sampling_is_seeded_and_keeps_pairs_whole(data_dir):
     assert len(data.sample_pairs(df, None)) == len(df) - int((df.duplicate | df.identical).sum())
 
 
-def test_download_from_pinned_upstream(data_dir, tmp_path, monkeypatch):
-    """Without XCOMPS_DATA_DIR the file is fetched from the manifest's URL and verified."""
+@pytest.fixture
+def served_dust(data_dir, tmp_path, monkeypatch):
+    """DUST's experiment_1_data.csv served over local HTTP, its manifest pointing there; neither
+    XCOMPS_DATA_DIR nor XCOMPS_CACHE_DIR set. Yields the served file."""
     import functools
     import http.server
     import threading
 
     served = tmp_path / "served"
-    _copy(data_dir, served, "dust", "experiment_1_data.csv")
+    f = _copy(data_dir, served, "dust", "experiment_1_data.csv")
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=served / "dust")
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        meta = dict(data.manifest("dust"))
-        meta["url_template"] = f"http://127.0.0.1:{server.server_port}/{{file}}"
-        monkeypatch.setattr(data, "manifest", lambda name: meta)
-        monkeypatch.delenv("XCOMPS_DATA_DIR")
-        monkeypatch.setenv("XCOMPS_CACHE_DIR", str(tmp_path / "cache"))
-        with pytest.warns(DataQualityWarning):
-            assert len(data.load_dust()) == 2123
-        assert (tmp_path / "cache" / "data" / "dust" / "experiment_1_data.csv").exists()
-        # a wrong upstream file is refused after download
-        (tmp_path / "cache" / "data" / "dust" / "experiment_1_data.csv").unlink()
-        f = served / "dust" / "experiment_1_data.csv"
-        f.write_bytes(f.read_bytes() + b"\n")
-        with pytest.raises(ChecksumError):
-            data.load_dust()
-    finally:
-        server.shutdown()
+    meta = dict(data.manifest("dust"))
+    meta["url_template"] = f"http://127.0.0.1:{server.server_port}/{{file}}"
+    monkeypatch.setattr(data, "manifest", lambda name: meta)
+    monkeypatch.delenv("XCOMPS_DATA_DIR", raising=False)
+    monkeypatch.delenv("XCOMPS_CACHE_DIR", raising=False)
+    yield f
+    server.shutdown()
+
+
+def test_download_from_pinned_upstream(served_dust, tmp_path, monkeypatch):
+    """Without XCOMPS_DATA_DIR the file is fetched from the manifest's URL and verified; an
+    explicit XCOMPS_CACHE_DIR is where it lands."""
+    monkeypatch.setenv("XCOMPS_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.warns(DataQualityWarning):
+        assert len(data.load_dust()) == 2123
+    landed = tmp_path / "cache" / "data" / "dust" / "experiment_1_data.csv"
+    assert landed.exists()
+    # a wrong upstream file is refused after download
+    landed.unlink()
+    served_dust.write_bytes(served_dust.read_bytes() + b"\n")
+    with pytest.raises(ChecksumError):
+        data.load_dust()
+
+
+# ----------------------------------------------------------------- where downloads land
+
+@pytest.fixture
+def checkout(tmp_path, monkeypatch):
+    """A checkout's data/ elsewhere: the project's own files of data/ copied to
+    ``tmp/src/data`` and the package told it runs from there (not from an install)."""
+    target = tmp_path / "src" / "data"
+    shutil.copytree(paths.resources_dir(), target,
+                    ignore=lambda d, names: [n for n in names if (Path(d) / n).is_dir()
+                                             and n != "sample" and Path(d).name != "sample"])
+    monkeypatch.setattr(paths, "_CHECKOUT", target)
+    monkeypatch.setattr(paths, "_INSTALLED", tmp_path / "src" / "xcomps_utils" / "resources")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    return target
+
+
+def test_this_checkout_reads_and_downloads_into_top_level_data(monkeypatch):
+    """Run from this checkout, the package's own files are the top-level data/, and downloads
+    default to data/<dataset>/, which git ignores (the manifests, notes and sample it tracks)."""
+    monkeypatch.delenv("XCOMPS_CACHE_DIR", raising=False)
+    assert paths.resources_dir() == REPO / "data" and paths.in_checkout()
+    assert paths.data_home() == REPO / "data"
+    assert not (REPO / "xcomps_utils" / "resources").exists()
+    if not (REPO / ".git").exists():
+        pytest.skip("not a git checkout: .gitignore cannot be checked")
+    probe = ["data/dust/experiment_1_data.csv", "data/clams/de/simple_agrmt.txt",
+             "data/xcomps/comps_de.json", "data/dust.json", "data/dust.md", "data/README.md",
+             "data/sample/xcomps/comps_de.json", "data/sample/README.md"]
+    out = subprocess.run(["git", "check-ignore", *probe], cwd=REPO, capture_output=True,
+                         text=True).stdout.split()
+    assert out == probe[:3]
+
+
+def test_download_lands_in_the_checkouts_data_folder(served_dust, checkout):
+    with pytest.warns(DataQualityWarning):
+        assert len(data.load_dust()) == 2123
+    assert (checkout / "dust" / "experiment_1_data.csv").is_file()
+    assert not (checkout.parent.parent / "user-cache").exists()
+    assert paths.data_home() == checkout
+
+
+def test_data_dir_and_env_win_over_the_default(data_dir, checkout, monkeypatch, tmp_path):
+    """data_dir= beats $XCOMPS_DATA_DIR beats $XCOMPS_CACHE_DIR beats the checkout's data/."""
+    name = "experiment_1_data.csv"
+    monkeypatch.setenv("XCOMPS_DATA_DIR", str(data_dir))
+    assert data.dataset_file("dust", name) == data_dir / "dust" / name
+    other = tmp_path / "other"
+    _copy(data_dir, other, "dust", name)
+    assert data.dataset_file("dust", name, data_dir=other) == other / "dust" / name
+    monkeypatch.delenv("XCOMPS_DATA_DIR")
+    monkeypatch.setenv("XCOMPS_CACHE_DIR", str(tmp_path / "cache"))
+    assert paths.data_home() == tmp_path / "cache" / "data"
+    assert not (checkout / "dust").exists()
+
+
+def test_installed_package_downloads_into_the_user_cache(checkout, monkeypatch, tmp_path):
+    """A non-editable install (the package's own resources/ present): its files come from there
+    and downloads go to the user cache, not to a data/ folder (tests/test_packaging.py installs
+    one for real)."""
+    installed = tmp_path / "site-packages" / "xcomps_utils" / "resources"
+    shutil.copytree(checkout, installed)
+    monkeypatch.setattr(paths, "_INSTALLED", installed)
+    monkeypatch.delenv("XCOMPS_CACHE_DIR", raising=False)
+    assert paths.resources_dir() == installed and not paths.in_checkout()
+    assert paths.data_home() == tmp_path / "user-cache" / "xcomps-study" / "data"
+    monkeypatch.setenv("XCOMPS_CACHE_DIR", str(tmp_path / "cache"))
+    assert paths.data_home() == tmp_path / "cache" / "data"
+
+
+def test_missing_data_files_are_named(monkeypatch, tmp_path):
+    monkeypatch.setattr(paths, "_INSTALLED", tmp_path / "pkg" / "resources")
+    monkeypatch.setattr(paths, "_CHECKOUT", tmp_path / "data")
+    with pytest.raises(FileNotFoundError, match=r"no xcomps.json in .*pkg/resources .* nor in .*/data"):
+        paths.resources_dir()

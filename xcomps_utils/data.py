@@ -21,8 +21,9 @@ extra          JSON object with the dataset's own extra fields (e.g. CrowS ``ste
 Data files are never committed to the project. They are read from the folder named by the
 environment variable ``XCOMPS_DATA_DIR`` (one sub-folder per dataset, as in ``../shared/data``)
 or, when it is unset, downloaded from the upstream commit pinned in the manifest
-``xcomps_utils/resources/<dataset>.json`` into the user cache. Either way each file's SHA-256 must
-equal the manifest's before a row is read.
+``data/<dataset>.json`` into ``data/<dataset>/`` of a checkout (git-ignored) or, in an installed
+package, the user cache (:func:`xcomps_utils.paths.data_home`). Either way each file's SHA-256
+must equal the manifest's before a row is read. ``data/README.md`` describes every dataset.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .paths import cache_dir, resources_dir
+from .paths import data_home, resources_dir
 
 __all__ = [
     "DataError",
@@ -82,8 +83,10 @@ class DataQualityWarning(UserWarning):
 
 @lru_cache(maxsize=None)
 def manifest(dataset: str) -> dict:
-    """The manifest of ``dataset`` (``xcomps_utils/resources/<dataset>.json``): pinned upstream,
-    checksums, license.
+    """The manifest of ``dataset``, ``data/<dataset>.json`` (installed as
+    ``xcomps_utils/resources/<dataset>.json``; see :func:`xcomps_utils.paths.resources_dir`):
+    pinned upstream commit, per-file checksums, license, citation. ``data/<dataset>.md`` says the
+    same in prose.
 
     Raises:
         DataError: no manifest with that name.
@@ -123,8 +126,10 @@ def dataset_file(dataset: str, filename: str, data_dir: str | os.PathLike | None
                  verify: bool = True) -> Path:
     """Path of one verified data file.
 
-    Looks in ``data_dir/<folder>/`` if given, else ``$XCOMPS_DATA_DIR/<folder>/``, else the user
-    cache (downloading from the manifest's pinned commit when the file is not there yet).
+    Looks in ``data_dir/<folder>/`` if given, else ``$XCOMPS_DATA_DIR/<folder>/``; a file missing
+    there is an error. Otherwise in ``paths.data_home()/<folder>/`` (a checkout's ``data/``, else
+    the user cache; see :func:`xcomps_utils.paths.data_home`), downloading it from the manifest's
+    pinned commit when it is not there yet. ``<folder>`` is the manifest's ``folder``.
 
     Raises:
         DataError: the file is not in the manifest, or missing with no way to fetch it.
@@ -133,7 +138,7 @@ def dataset_file(dataset: str, filename: str, data_dir: str | os.PathLike | None
     meta = manifest(dataset)
     if filename not in meta["files"]:
         raise DataError(f"{filename!r} is not a file of dataset {dataset!r} "
-                        f"(manifest xcomps_utils/resources/{dataset}.json lists "
+                        f"(manifest {resources_dir() / (dataset + '.json')} lists "
                         f"{len(meta['files'])} files)")
     root = data_dir if data_dir is not None else os.environ.get("XCOMPS_DATA_DIR")
     if root:
@@ -141,7 +146,7 @@ def dataset_file(dataset: str, filename: str, data_dir: str | os.PathLike | None
         if not path.exists():
             raise DataError(f"missing data file {path} (XCOMPS_DATA_DIR/data_dir={root})")
     else:
-        path = cache_dir() / "data" / meta["folder"] / filename
+        path = data_home() / meta["folder"] / filename
         if not path.exists():
             # ``upstream_paths`` maps a local file name to its path upstream where they differ
             # (CLAMS: ``de/x.txt`` is ``de_evalset/x.txt``); templates use {file} or {path}
@@ -154,7 +159,7 @@ def dataset_file(dataset: str, filename: str, data_dir: str | os.PathLike | None
         if got != want:
             raise ChecksumError(
                 f"{path}: SHA-256 {got} differs from the manifest's {want} "
-                f"(xcomps_utils/resources/{dataset}.json, upstream commit {meta['commit']}); "
+                f"({resources_dir() / (dataset + '.json')}, upstream commit {meta['commit']}); "
                 f"the file is truncated, "
                 f"edited or of another version"
             )

@@ -1,17 +1,49 @@
-"""Where the package's shipped files and the user cache live."""
+"""Where the project's own data files, downloaded datasets and the user cache live.
+
+The project's own data files (dataset manifests, ``languages.csv``, ``meta_templates.json``, the
+XCOMPS sample) live in the top-level ``data/`` folder of the checkout, the study's data home.
+pyproject.toml maps that folder to the package ``xcomps_utils.resources``, so a wheel (a
+non-editable install) carries the same files as ``xcomps_utils/resources/``; a checkout, or an
+editable install of one, reads ``data/`` itself. :func:`resources_dir` returns whichever exists,
+with the same inner layout.
+"""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+_PACKAGE = Path(__file__).resolve().parent
+_INSTALLED = _PACKAGE / "resources"  # inside a wheel's installed package
+_CHECKOUT = _PACKAGE.parent / "data"  # beside the package in a checkout (editable install)
+_MARKER = "xcomps.json"  # a manifest every copy holds
+
 
 def resources_dir() -> Path:
-    """The package's shipped files (``xcomps_utils/resources/``): dataset manifests
-    (``blimp.json``, ``crows_pairs.json``, ``dust.json``, ``xcomps.json``), ``languages.csv`` and
-    the XCOMPS sample ``sample/xcomps/``. Inside the installed package, so it works for editable
-    and non-editable installs alike."""
-    return Path(__file__).resolve().parent / "resources"
+    """The folder of the project's own data files: dataset manifests (``blimp.json``,
+    ``clams.json``, ``crows_pairs.json``, ``dust.json``, ``sling.json``, ``turblimp.json``,
+    ``xcomps.json``), ``languages.csv``, ``meta_templates.json`` and the XCOMPS sample
+    ``sample/xcomps/comps_<lang>.json``.
+
+    ``xcomps_utils/resources/`` inside the installed package (non-editable install), else the
+    checkout's top-level ``data/`` (source tree or editable install).
+
+    Raises:
+        FileNotFoundError: neither folder holds ``xcomps.json`` (a broken install or checkout).
+    """
+    for folder in (_INSTALLED, _CHECKOUT):
+        if (folder / _MARKER).is_file():
+            return folder
+    raise FileNotFoundError(
+        f"the project's data files are missing: no {_MARKER} in {_INSTALLED} (an installed "
+        f"package) nor in {_CHECKOUT} (a checkout); reinstall the package, or restore data/ "
+        f"from git")
+
+
+def in_checkout() -> bool:
+    """True when the package runs from a checkout (its files are read from the top-level
+    ``data/``), False when it runs from a non-editable install."""
+    return resources_dir() == _CHECKOUT
 
 
 def cache_dir() -> Path:
@@ -23,3 +55,18 @@ def cache_dir() -> Path:
     if env:
         return Path(env)
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "xcomps-study"
+
+
+def data_home() -> Path:
+    """Where a downloaded dataset file lands by default, one sub-folder per dataset (its
+    manifest's ``folder``: ``<data_home>/blimp/adjunct_island.jsonl``).
+
+    In order: ``$XCOMPS_CACHE_DIR/data`` when that variable is set (an explicit choice beats a
+    default; tests use it to keep downloads out of the checkout); the checkout's ``data/`` when
+    the package runs from a checkout (git ignores its dataset folders); else the user cache
+    ``~/.cache/xcomps-study/data``. An explicit ``data_dir`` argument or ``$XCOMPS_DATA_DIR``
+    wins over all of these: the loaders read those first and never download into them.
+    """
+    if os.environ.get("XCOMPS_CACHE_DIR") or not in_checkout():
+        return cache_dir() / "data"
+    return _CHECKOUT

@@ -31,7 +31,7 @@ import pandas as pd
 
 from .data import (PAIR_COLUMNS, ChecksumError, DataError, SmallSampleWarning, download,
                    manifest, pivotal_spans, read_jsonl)
-from .paths import cache_dir, resources_dir
+from .paths import data_home, resources_dir
 
 __all__ = ["XCOMPS_LANGUAGES", "SAMPLE_LANGUAGES", "NEGATIVE_TYPES", "REQUIRED_FIELDS",
            "languages", "git_blob_id", "xcomps_file", "load_xcomps", "load_languages",
@@ -86,7 +86,7 @@ def xcomps_file(lang: str, source: str = "sample", data_dir=None, verify: bool =
     root = data_dir if data_dir is not None else os.environ.get("XCOMPS_DATA_DIR")
     path = Path(root) / meta["folder"] / name if root else None
     if path is None or not path.exists():
-        path = cache_dir() / "data" / meta["folder"] / name
+        path = data_home() / meta["folder"] / name
         if not path.exists():
             download(url, path)
     if verify and want is not None:
