@@ -82,7 +82,7 @@ def test_citation_cff_matches_the_package():
 
 def test_cite_page_lists_every_dataset_licence():
     cite = (BOOK / "cite.md").read_text(encoding="utf-8")
-    resources = REPO / "xcomps_utils" / "resources"
+    resources = REPO / "data"  # the dataset manifests (data/<dataset>.json)
     for manifest in sorted(resources.glob("*.json")):
         meta = json.loads(manifest.read_text(encoding="utf-8"))
         if "license" not in meta:
