@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils import claims, xcomps
+from xcomps_utils import claims, perplexity_paper, xcomps, xcomps_paper
 
 TYPES = ["taxonomic", "overlap", "co-occurrence", "random"]
 LANGS7 = [("en", "analytic", "high"), ("de", "inflected", "high"), ("fr", "inflected", "high"),
@@ -88,7 +88,7 @@ def test_cluster_bootstrap_resamples_whole_items():
 
 def test_bootstrap_p_values_agree_with_the_interval():
     df = _xcomps(lambda *a: 0.9 if a[3] == "random" else 0.75, n_items=60, seed=2)
-    t = claims.subtle_negatives_harder(df, n_boot=1000)
+    t = xcomps_paper.subtle_negatives_harder(df, n_boot=1000)
     assert (t.ci_low > 0) == (t.p_supported <= 0.025)
     assert t.p_supported + t.p_contradicted == pytest.approx(1.0, abs=0.01)
 
@@ -103,7 +103,7 @@ def test_holm_keeps_the_family_wise_error_at_nominal():
         for k in range(15):
             items = pd.DataFrame({"task": "t", "pair_id": np.arange(40).astype(str),
                                   "accuracy": (rng.random(40) < 0.5).astype(float)})
-            tests.append(claims.above_chance(items, "t", n_boot=400, seed=k))
+            tests.append(perplexity_paper.above_chance(items, "t", n_boot=400, seed=k))
         any_raw += any(t.verdict in ("supported", "contradicted") for t in tests)
         held = claims.correct(tests, "nulls", "exploratory")
         assert all(t.family_size == 15 and t.family == "nulls" for t in held)
@@ -114,7 +114,7 @@ def test_holm_keeps_the_family_wise_error_at_nominal():
 
 def test_too_few_items_for_a_bootstrap_verdict():
     two = pd.DataFrame({"task": "t", "pair_id": ["a", "b"], "accuracy": [1.0, 1.0]})
-    t = claims.above_chance(two, "t", n_boot=200)
+    t = perplexity_paper.above_chance(two, "t", n_boot=200)
     assert t.ci_low == t.ci_high == 0.5  # a zero-width interval: no test at all
     assert t.verdict == "cannot be decided" and "Fewer than 10 items" in \
         claims.claims_markdown([t])
@@ -123,7 +123,7 @@ def test_too_few_items_for_a_bootstrap_verdict():
 def test_holm_still_decides_strong_effects_and_says_so():
     strong = pd.DataFrame({"task": "t", "pair_id": np.arange(60).astype(str),
                            "accuracy": np.r_[np.ones(55), np.zeros(5)]})
-    t = claims.correct([claims.above_chance(strong, "t", n_boot=500)] * 10, "ten", "confirmatory")
+    t = claims.correct([perplexity_paper.above_chance(strong, "t", n_boot=500)] * 10, "ten", "confirmatory")
     assert all(x.verdict == "supported" and x.role == "confirmatory" for x in t)
     md = claims.claims_markdown(t[:1])
     assert "Family: ten (confirmatory, 10 tests, Holm)" in md and "Null: accuracy is 0.5" in md
@@ -135,7 +135,7 @@ def test_items_needed_plans_for_the_smallest_effect_of_interest_not_the_estimate
     assert claims.items_needed(0.02, 0.18, 30, 0.05) == int(
         np.ceil(30 * ((1.959964 + 0.841621) * (0.08 / 1.959964) / 0.05) ** 2))
     assert claims.items_needed(0.02, 0.18, 30, None) is None
-    t = claims.subtle_negatives_harder(_xcomps(lambda *a: 0.7, n_items=30, seed=3), n_boot=300)
+    t = xcomps_paper.subtle_negatives_harder(_xcomps(lambda *a: 0.7, n_items=30, seed=3), n_boot=300)
     assert t.verdict == "inconclusive" and t.sesoi == 0.05
     assert t.items_needed == claims.items_needed(t.ci_low, t.ci_high, 30, 0.05)
     assert f"about {t.items_needed:,} items would give an 80% chance of deciding an effect " \
@@ -147,7 +147,7 @@ def test_ties_and_near_ties_are_not_decisions():
     rnd = df.negative_sample_type == "random"
     df.loc[rnd, "direct_correct"], df.loc[rnd, "direct_tie"] = 0.0, 1.0  # ties, not errors
     # random has no decided pair: the statistic is undefined, not "random is hard"
-    t = claims.subtle_negatives_harder(df, n_boot=200)
+    t = xcomps_paper.subtle_negatives_harder(df, n_boot=200)
     assert np.isnan(t.effect) and t.verdict == "inconclusive"
     # the run's decision column wins over the flags
     df["direct_decision"] = np.where(rnd, "near_tie", "right")
@@ -158,34 +158,34 @@ def test_ties_and_near_ties_are_not_decisions():
 
 def test_english_advantage():
     up = _xcomps(lambda l, *a: 0.9 if l == "en" else 0.6, n_items=60)
-    t = claims.english_advantage(up, n_boot=400)
+    t = xcomps_paper.english_advantage(up, n_boot=400)
     assert t.verdict == "supported" and t.effect == pytest.approx(0.3, abs=0.08)
     assert "translated" in t.caveat and t.unit == "item"
     down = _xcomps(lambda l, *a: 0.5 if l == "en" else 0.8, n_items=60)
-    assert claims.english_advantage(down, n_boot=400).verdict == "contradicted"
+    assert xcomps_paper.english_advantage(down, n_boot=400).verdict == "contradicted"
     # null: English like the others, items and (non-English) languages differing
     r = _rates(lambda s: _xcomps(lambda *a: 0.7, n_items=30, seed=s, item_sd=0.8),
-               lambda d: claims.english_advantage(d, n_boot=400, seed=1), 150)
+               lambda d: xcomps_paper.english_advantage(d, n_boot=400, seed=1), 150)
     assert r["supported"] + r["contradicted"] <= _bound(0.05, 150)
     # power: +0.15 in English at 30 items
     r = _rates(lambda s: _xcomps(lambda l, *a: 0.85 if l == "en" else 0.7, n_items=30, seed=s),
-               lambda d: claims.english_advantage(d, n_boot=400, seed=1), 60)
+               lambda d: xcomps_paper.english_advantage(d, n_boot=400, seed=1), 60)
     assert r["supported"] >= 0.8
 
 
 def test_subtle_negatives_harder():
     easy_random = _xcomps(lambda *a: 0.95 if a[3] == "random" else 0.6, n_items=80)
-    t = claims.subtle_negatives_harder(easy_random, n_boot=500)
+    t = xcomps_paper.subtle_negatives_harder(easy_random, n_boot=500)
     assert t.verdict == "supported" and t.effect == pytest.approx(0.35, abs=0.1)
     hard_random = _xcomps(lambda *a: 0.3 if a[3] == "random" else 0.9, n_items=80)
-    assert claims.subtle_negatives_harder(hard_random, n_boot=500).verdict == "contradicted"
+    assert xcomps_paper.subtle_negatives_harder(hard_random, n_boot=500).verdict == "contradicted"
     # null: types equal; languages differ a lot, items differ
     r = _rates(lambda s: _xcomps(lambda *a: 0.7, seed=s, lang_sd=0.8, item_sd=0.8),
-               lambda d: claims.subtle_negatives_harder(d, n_boot=400, seed=1), 150)
+               lambda d: xcomps_paper.subtle_negatives_harder(d, n_boot=400, seed=1), 150)
     assert r["supported"] + r["contradicted"] <= _bound(0.05, 150)
     # power: random 0.1 easier, 30 items x 7 languages
     r = _rates(lambda s: _xcomps(lambda *a: 0.8 if a[3] == "random" else 0.7, seed=s),
-               lambda d: claims.subtle_negatives_harder(d, n_boot=400, seed=1), 60)
+               lambda d: xcomps_paper.subtle_negatives_harder(d, n_boot=400, seed=1), 60)
     assert r["supported"] >= 0.8
 
 
@@ -198,33 +198,33 @@ def test_type_claims_cannot_be_decided_with_the_books_seven_languages():
     # a huge planted trend, 200 items: still no test at 2.5% (18 labelings within resource level)
     df = _xcomps(lambda l, m, *a: {"analytic": 0.95, "inflected": 0.7,
                                     "agglutinative": 0.4}[m], n_items=200)
-    t = claims.morphology_trend(df, n_boot=300)
+    t = xcomps_paper.morphology_trend(df, n_boot=300)
     assert t.verdict == "cannot be decided" and t.unit == "language" and t.n_items == 7
     assert t.smallest_p == pytest.approx(1 / 18) and t.effect < -0.2
     assert "confounded with resource level" in t.caveat
     assert "Cannot be decided with 7 languages" in claims.claims_markdown([t])
-    r = claims.resource_trend(df, n_boot=300)  # 3 labelings within morphological type
+    r = xcomps_paper.resource_trend(df, n_boot=300)  # 3 labelings within morphological type
     assert r.verdict == "cannot be decided" and r.smallest_p == pytest.approx(1 / 3)
 
 
 def test_morphology_trend_over_eighteen_languages():
     down = _xcomps(lambda l, m, *a: LEVEL[m], langs=LANGS18, lang_sd=0.1)
-    t = claims.morphology_trend(down, n_boot=300)
+    t = xcomps_paper.morphology_trend(down, n_boot=300)
     assert t.verdict == "supported" and t.effect == pytest.approx(-0.1, abs=0.04)
     up = _xcomps(lambda l, m, *a: 1.5 - LEVEL[m], langs=LANGS18, lang_sd=0.1)
-    assert claims.morphology_trend(up, n_boot=300).verdict == "contradicted"
+    assert xcomps_paper.morphology_trend(up, n_boot=300).verdict == "contradicted"
     # null: languages differ (sd 0.5 on the logit scale, about ±0.1 accuracy), type irrelevant;
     # the old item-bootstrap test decided this 41-65% of the time
     kw = {"n_boot": 100, "n_perm": 499, "seed": 1}
     r = _rates(lambda s: _xcomps(lambda *a: 0.7, langs=LANGS18, seed=s, lang_sd=0.5),
-               lambda d: claims._type_trend("m", "h", d, "direct_correct", "morphology",
-                                            claims.MORPH_ORDER, "resource_level", -1,
+               lambda d: xcomps_paper._type_trend("m", "h", d, "direct_correct", "morphology",
+                                            xcomps_paper.MORPH_ORDER, "resource_level", -1,
                                             "property", **kw), 100)
     assert r["supported"] + r["contradicted"] <= _bound(0.05, 100)
     # power: 0.1 per step, languages differing by sd 0.2 (logit)
     r = _rates(lambda s: _xcomps(lambda l, m, *a: LEVEL[m], langs=LANGS18, seed=s, lang_sd=0.2),
-               lambda d: claims._type_trend("m", "h", d, "direct_correct", "morphology",
-                                            claims.MORPH_ORDER, "resource_level", -1,
+               lambda d: xcomps_paper._type_trend("m", "h", d, "direct_correct", "morphology",
+                                            xcomps_paper.MORPH_ORDER, "resource_level", -1,
                                             "property", **kw), 40)
     assert r["supported"] >= 0.8
 
@@ -246,9 +246,9 @@ def _cells(rng, langs, types_effect, coupling, noise=0.03):
 def test_direct_tracks_neuro_within_types():
     rng = np.random.default_rng(0)
     langs, fx = list("abcdefg"), [0.0, 0.02, 0.05, 0.2]
-    t = claims.direct_tracks_neuro(_cells(rng, langs, fx, 1.0), n_boot=300)
+    t = xcomps_paper.direct_tracks_neuro(_cells(rng, langs, fx, 1.0), n_boot=300)
     assert t.verdict == "supported" and t.effect > 0.8 and t.unit == "language"
-    assert claims.direct_tracks_neuro(_cells(rng, langs, fx, -1.0), n_boot=300).verdict \
+    assert xcomps_paper.direct_tracks_neuro(_cells(rng, langs, fx, -1.0), n_boot=300).verdict \
         == "contradicted"
     # null: unrelated across languages, both find random negatives easiest (type main effect).
     # One r over the pooled 28 cells is "significant" almost always; within types it is not.
@@ -256,13 +256,13 @@ def test_direct_tracks_neuro_within_types():
     for s in range(n_sims):
         c = _cells(np.random.default_rng(s), langs, fx, 0.0)
         pooled += np.corrcoef(c.direct, c.neuro)[0, 1] > 0.5
-        decided += claims.direct_tracks_neuro(c, n_boot=200, seed=s).verdict in (
+        decided += xcomps_paper.direct_tracks_neuro(c, n_boot=200, seed=s).verdict in (
             "supported", "contradicted")
     assert pooled / n_sims > 0.5
     assert decided / n_sims <= _bound(0.05, n_sims)
     # power at a coupling of 0.8 with 7 languages
     r = _rates(lambda s: _cells(np.random.default_rng(1000 + s), langs, fx, 0.8),
-               lambda c: claims.direct_tracks_neuro(c, n_boot=200), 60)
+               lambda c: xcomps_paper.direct_tracks_neuro(c, n_boot=200), 60)
     assert r["supported"] >= 0.8
 
 
@@ -282,28 +282,28 @@ def _prompts(p_first, p_second, n_items=60, seed=0, item_sd=0.0):
 
 
 def test_order_effect_and_above_chance():
-    t = claims.order_effect(_prompts(0.2, 0.85), "t", n_boot=500)
+    t = perplexity_paper.order_effect(_prompts(0.2, 0.85), "t", n_boot=500)
     assert t.verdict == "supported" and t.effect == pytest.approx(-0.65, abs=0.08)
-    t = claims.order_effect(_prompts(0.6, 0.6, n_items=400), "t", margin=0.1, n_boot=300)
+    t = perplexity_paper.order_effect(_prompts(0.6, 0.6, n_items=400), "t", margin=0.1, n_boot=300)
     assert t.verdict == "contradicted"  # no order effect, measured tightly
     r = _rates(lambda s: _prompts(0.7, 0.7, n_items=40, seed=s, item_sd=1.0),
-               lambda d: claims.order_effect(d, "t", n_boot=400), 150)
+               lambda d: perplexity_paper.order_effect(d, "t", n_boot=400), 150)
     assert r["supported"] <= _bound(0.05, 150)  # a false order effect, either side
     r = _rates(lambda s: _prompts(0.55, 0.8, n_items=40, seed=s),
-               lambda d: claims.order_effect(d, "t", n_boot=400), 40)
+               lambda d: perplexity_paper.order_effect(d, "t", n_boot=400), 40)
     assert r["supported"] >= 0.8
 
     def acc(d):
         return d.groupby(["task", "pair_id"], as_index=False)["correct"].mean().rename(
             columns={"correct": "accuracy"})
-    assert claims.above_chance(acc(_prompts(0.9, 0.9)), "t", n_boot=300).verdict == "supported"
-    assert claims.above_chance(acc(_prompts(0.2, 0.2)), "t", n_boot=300).verdict == \
+    assert perplexity_paper.above_chance(acc(_prompts(0.9, 0.9)), "t", n_boot=300).verdict == "supported"
+    assert perplexity_paper.above_chance(acc(_prompts(0.2, 0.2)), "t", n_boot=300).verdict == \
         "contradicted"
     r = _rates(lambda s: acc(_prompts(0.5, 0.5, n_items=40, seed=s, item_sd=1.5)),
-               lambda d: claims.above_chance(d, "t", n_boot=400), 150)
+               lambda d: perplexity_paper.above_chance(d, "t", n_boot=400), 150)
     assert r["supported"] + r["contradicted"] <= _bound(0.05, 150)
     r = _rates(lambda s: acc(_prompts(0.62, 0.62, n_items=40, seed=s)),
-               lambda d: claims.above_chance(d, "t", n_boot=400), 40)
+               lambda d: perplexity_paper.above_chance(d, "t", n_boot=400), 40)
     assert r["supported"] >= 0.8
 
 
@@ -343,18 +343,18 @@ def test_prompt_pair_measures_follow_their_definitions():
 
 
 def perplexity_measures(g):
-    from xcomps_utils.perplexity import prompt_pair_measures
+    from xcomps_utils.perplexity_paper import prompt_pair_measures
     return prompt_pair_measures(g)
 
 
 def test_pivotal_rarely_whole_can_be_contradicted():
-    from xcomps_utils.perplexity import prompt_pair_measures
+    from xcomps_utils.perplexity_paper import prompt_pair_measures
 
     # the pivotal group dominates: it explains the whole difference in most prompt pairs
     big = prompt_pair_measures(_groups(30, 0, piv_scale=50, piv_sign=1.0, other_sign=-0.9))
-    assert claims.pivotal_rarely_whole(big, "t", n_boot=300).verdict == "contradicted"
+    assert perplexity_paper.pivotal_rarely_whole(big, "t", n_boot=300).verdict == "contradicted"
     typical = prompt_pair_measures(_groups(30, 1))
-    t = claims.pivotal_rarely_whole(typical, "t", n_boot=300)
+    t = perplexity_paper.pivotal_rarely_whole(typical, "t", n_boot=300)
     assert t.verdict == "supported" and t.effect < 0.3
     # null: whole in half of the prompt pairs, items differing
     rng = np.random.default_rng(0)
@@ -364,7 +364,7 @@ def test_pivotal_rarely_whole_can_be_contradicted():
         item_p = np.clip(0.5 + r.normal(0, 0.2, 40), 0, 1)
         return pd.DataFrame({"task": "t", "pair_id": np.repeat(np.arange(40).astype(str), 8),
                              "pivotal_whole": (r.random(320) < np.repeat(item_p, 8)).astype(float)})
-    r = _rates(half, lambda d: claims.pivotal_rarely_whole(d, "t", n_boot=400), 150)
+    r = _rates(half, lambda d: perplexity_paper.pivotal_rarely_whole(d, "t", n_boot=400), 150)
     assert r["supported"] + r["contradicted"] <= _bound(0.05, 150)
     assert rng  # seeded above
 
@@ -372,32 +372,32 @@ def test_pivotal_rarely_whole_can_be_contradicted():
         r = np.random.default_rng(s)
         return pd.DataFrame({"task": "t", "pair_id": np.repeat(np.arange(40).astype(str), 8),
                              "pivotal_whole": (r.random(320) < 0.35).astype(float)})
-    assert _rates(third, lambda d: claims.pivotal_rarely_whole(d, "t", n_boot=400),
+    assert _rates(third, lambda d: perplexity_paper.pivotal_rarely_whole(d, "t", n_boot=400),
                   40)["supported"] >= 0.8
 
 
 def test_pivotal_influence_and_direction_against_a_random_group():
-    from xcomps_utils.perplexity import prompt_pair_measures
+    from xcomps_utils.perplexity_paper import prompt_pair_measures
 
     # a pivotal group with 9x a typical group's |ΔPPL| but a slightly wrong mean sign: it is
     # influential (supported) and its direction is not decided the right way
     m = prompt_pair_measures(_groups(40, 0, piv_scale=9, piv_sign=-0.1))
-    assert claims.pivotal_influence(m, "t", n_boot=400).verdict == "supported"
-    assert claims.pivotal_direction(m, "t", n_boot=400).verdict != "supported"
+    assert perplexity_paper.pivotal_influence(m, "t", n_boot=400).verdict == "supported"
+    assert perplexity_paper.pivotal_direction(m, "t", n_boot=400).verdict != "supported"
     weak = prompt_pair_measures(_groups(40, 1, piv_scale=0.05))
-    assert claims.pivotal_influence(weak, "t", n_boot=400).verdict == "contradicted"
+    assert perplexity_paper.pivotal_influence(weak, "t", n_boot=400).verdict == "contradicted"
     right = prompt_pair_measures(_groups(40, 2, piv_sign=0.8))
-    assert claims.pivotal_direction(right, "t", n_boot=400).verdict == "supported"
+    assert perplexity_paper.pivotal_direction(right, "t", n_boot=400).verdict == "supported"
     wrong = prompt_pair_measures(_groups(40, 3, piv_sign=-0.8))
-    assert claims.pivotal_direction(wrong, "t", n_boot=400).verdict == "contradicted"
+    assert perplexity_paper.pivotal_direction(wrong, "t", n_boot=400).verdict == "contradicted"
     # null: the pivotal group is a random group. The paper's median-based normalization calls it
     # "beyond typical" (the median group sits below the average in heavy tails); ours does not.
     n, fp_ours, paper_pos, fp_dir = 80, 0, 0, 0
     for s in range(n):
         m = prompt_pair_measures(_groups(20, 100 + s))
-        fp_ours += claims.pivotal_influence(m, "t", n_boot=300).verdict in (
+        fp_ours += perplexity_paper.pivotal_influence(m, "t", n_boot=300).verdict in (
             "supported", "contradicted")
-        fp_dir += claims.pivotal_direction(m, "t", n_boot=300).verdict in (
+        fp_dir += perplexity_paper.pivotal_direction(m, "t", n_boot=300).verdict in (
             "supported", "contradicted")
         paper_pos += claims.evaluate_claim(
             "paper", "h", "m", _paper_unsigned(_groups(20, 100 + s)), ("v", None,
@@ -407,7 +407,7 @@ def test_pivotal_influence_and_direction_against_a_random_group():
     assert paper_pos / n > 0.5
     # power: 3x a typical group
     r = _rates(lambda s: prompt_pair_measures(_groups(20, 500 + s, piv_scale=3)),
-               lambda d: claims.pivotal_influence(d, "t", n_boot=300), 30)
+               lambda d: perplexity_paper.pivotal_influence(d, "t", n_boot=300), 30)
     assert r["supported"] >= 0.8
 
 
@@ -429,17 +429,17 @@ def test_pivotal_carries_most():
                              "pair_id": np.repeat(np.arange(n).astype(str), 8),
                              "plain_pivotal_ppl": np.clip(np.repeat(item, 8)
                                                           + r.normal(0, 0.1, 8 * n), 0, 1)})
-    assert claims.pivotal_carries_most(plain(0.8, 0), n_boot=300).verdict == "supported"
-    assert claims.pivotal_carries_most(plain(0.2, 0), n_boot=300).verdict == "contradicted"
-    r = _rates(lambda s: plain(0.5, s), lambda d: claims.pivotal_carries_most(d, n_boot=400), 150)
+    assert perplexity_paper.pivotal_carries_most(plain(0.8, 0), n_boot=300).verdict == "supported"
+    assert perplexity_paper.pivotal_carries_most(plain(0.2, 0), n_boot=300).verdict == "contradicted"
+    r = _rates(lambda s: plain(0.5, s), lambda d: perplexity_paper.pivotal_carries_most(d, n_boot=400), 150)
     assert r["supported"] + r["contradicted"] <= _bound(0.05, 150)
-    assert _rates(lambda s: plain(0.56, s), lambda d: claims.pivotal_carries_most(
+    assert _rates(lambda s: plain(0.56, s), lambda d: perplexity_paper.pivotal_carries_most(
         d, n_boot=400), 40)["supported"] >= 0.8
 
 
 def test_markdown_names_unit_null_family_and_caveat():
     df = _xcomps(lambda l, *a: 0.9 if l == "en" else 0.6, n_items=40)
-    t = claims.correct([claims.english_advantage(df, n_boot=300)], "XCOMPS", "confirmatory")
+    t = claims.correct([xcomps_paper.english_advantage(df, n_boot=300)], "XCOMPS", "confirmatory")
     md = claims.claims_markdown(t)
     assert md.startswith("- **Supported** (direct): *accuracy is higher in English")
     assert "40 items. Null: English accuracy equals the other languages' mean; bootstrap " \
@@ -451,20 +451,20 @@ def test_markdown_names_unit_null_family_and_caveat():
 
 def test_resource_trend_over_eighteen_languages():
     up = _xcomps(lambda l, m, r, t: 0.8 if r == "high" else 0.65, langs=LANGS18, lang_sd=0.1)
-    t = claims.resource_trend(up, n_boot=200)
+    t = xcomps_paper.resource_trend(up, n_boot=200)
     assert t.verdict == "supported" and t.unit == "language"
     down = _xcomps(lambda l, m, r, t: 0.65 if r == "high" else 0.8, langs=LANGS18, lang_sd=0.1)
-    assert claims.resource_trend(down, n_boot=200).verdict == "contradicted"
+    assert xcomps_paper.resource_trend(down, n_boot=200).verdict == "contradicted"
     kw = {"n_boot": 100, "n_perm": 499, "seed": 1}
     r = _rates(lambda s: _xcomps(lambda *a: 0.7, langs=LANGS18, seed=s, lang_sd=0.5),
-               lambda d: claims._type_trend("r", "h", d, "direct_correct", "resource_level",
-                                            claims.RESOURCE_ORDER, "morphology", +1,
+               lambda d: xcomps_paper._type_trend("r", "h", d, "direct_correct", "resource_level",
+                                            xcomps_paper.RESOURCE_ORDER, "morphology", +1,
                                             "property", **kw), 60)
     assert r["supported"] + r["contradicted"] <= _bound(0.05, 60)
     r = _rates(lambda s: _xcomps(lambda l, m, res, t: 0.8 if res == "high" else 0.7,
                                  langs=LANGS18, seed=s, lang_sd=0.15),
-               lambda d: claims._type_trend("r", "h", d, "direct_correct", "resource_level",
-                                            claims.RESOURCE_ORDER, "morphology", +1,
+               lambda d: xcomps_paper._type_trend("r", "h", d, "direct_correct", "resource_level",
+                                            xcomps_paper.RESOURCE_ORDER, "morphology", +1,
                                             "property", **kw), 30)
     assert r["supported"] >= 0.8
 
@@ -484,7 +484,7 @@ def test_mean_claims_reach_both_outcomes_hold_their_null_and_have_power(name):
 
     if name == "pivotal_direction":
         col, null = "direction_pivotal_ppl", 0.0
-        run = lambda d: claims.pivotal_direction(d, "t", n_boot=300)  # noqa: E731
+        run = lambda d: perplexity_paper.pivotal_direction(d, "t", n_boot=300)  # noqa: E731
     elif name == "concept_carries_most":
         col, null = "plain_concept_s", 0.5
         run = lambda d: D.concept_carries_most(d, n_boot=300)  # noqa: E731

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils import data, grammar, tasks
+from xcomps_utils import data, grammar, grammar_study, tasks
 from xcomps_utils.data import ChecksumError, DataError
 from xcomps_utils.scoring import TokenScores
 
@@ -233,17 +233,17 @@ def test_planted_pivotal_share():
     pairs = pd.DataFrame({"task": ["t"], "lang": ["en"], "subset": ["s"], "pair_id": ["0"],
                           "good": [good.text], "bad": [bad.text], "good_pivots": [[[12, 17]]],
                           "bad_pivots": [[[12, 18]]]})
-    d = grammar.decompose(pairs, _tokens(good, bad)).iloc[0]
+    d = grammar_study.decompose(pairs, _tokens(good, bad)).iloc[0]
     assert d.delta == pytest.approx(2.0) and d.delta_pivot == pytest.approx(2.0)
     assert d.pivot_share == pytest.approx(1.0) and d.plain_pivot_s == pytest.approx(1.0)
     assert d.norm_pivot_s == pytest.approx(1.0)
     assert (d.pivot_good, d.pivot_bad) == (" laugh", " laughs")
     bad2 = _scores(bad.text, bad.tokens, [-2.0, -3.0, -3.0, -6.0])
-    d = grammar.decompose(pairs, _tokens(good, bad2)).iloc[0]
+    d = grammar_study.decompose(pairs, _tokens(good, bad2)).iloc[0]
     assert d.delta == pytest.approx(4.0) and d.pivot_share == pytest.approx(0.5)
     assert d.delta_after == pytest.approx(2.0) and d.plain_pivot_s == pytest.approx(0.5)
-    s = grammar.pivot_summary(pd.concat([grammar.decompose(pairs, _tokens(good, bad)),
-                                         grammar.decompose(pairs, _tokens(good, bad2))]))
+    s = grammar_study.pivot_summary(pd.concat([grammar_study.decompose(pairs, _tokens(good, bad)),
+                                         grammar_study.decompose(pairs, _tokens(good, bad2))]))
     assert s.share_of_sum.iloc[0] == pytest.approx(4 / 6)
 
 
@@ -255,7 +255,7 @@ def test_decomposition_sums_to_the_total_in_every_script(lm, names):
 
     pairs = tasks.sample(names, 4, seed=0)
     res = run(lm, pairs, ["direct"], progress=False)
-    d = grammar.decompose(pairs, res.detail("direct_tokens"))
+    d = grammar_study.decompose(pairs, res.detail("direct_tokens"))
     assert len(d) == len(pairs)
     parts = d[["delta_prefix", "delta_pivot", "delta_after", "delta_period"]].sum(axis=1)
     np.testing.assert_allclose(parts, d["delta"], atol=1e-6)
@@ -277,10 +277,10 @@ def test_accuracy_cells_and_claims_on_planted_cells():
                 rows.append({"lang": lang, "subset": c, "item": f"{lang}{c}{k}",
                              "direct_correct": float(rng.random() < p), "direct_tie": 0.0,
                              "direct_near_tie": 0.0})
-    cells = grammar.accuracy_cells(pd.DataFrame(rows), n_boot=200)
+    cells = grammar_study.accuracy_cells(pd.DataFrame(rows), n_boot=200)
     assert len(cells) == 35 and cells["ci_low"].le(cells["accuracy"]).all()
-    t = grammar.construction_agreement(cells, n_perm=999)
+    t = grammar_study.construction_agreement(cells, n_perm=999)
     assert t.effect > 0.6 and t.verdict == "supported" and "cell" in t.unit
     g = pd.Series([0.9, 0.8, 0.7, 0.6, 0.5], index=["en", "de", "fr", "zh", "tr"])
-    t = grammar.grammar_vs_concepts(g, g * 0.5 + 0.1)
+    t = grammar_study.grammar_vs_concepts(g, g * 0.5 + 0.1)
     assert t.unit == "language" and t.n_items == 5 and t.effect == pytest.approx(1.0)

@@ -4,6 +4,7 @@ import pytest
 
 from xcomps_utils import data, nonsense, tasks
 from xcomps_utils import perplexity as P
+from xcomps_utils.perplexity_paper import item_summary
 
 
 def _pairs(good, bad):
@@ -95,7 +96,7 @@ def test_accuracy_is_the_mean_over_eight_prompt_pairs(lm):
     assert {(pp.wording, pp.order) for pp in pps if pp.item == 0} == {
         (w["id"], o) for w in P.load_wordings("blimp") for o in P.ORDERS}
     metrics, _ = P.score_prompt_pairs(lm, pps)
-    summary = P.item_summary(metrics)
+    summary = item_summary(metrics)
     assert (summary.prompt_pairs == 8).all()
     for item, row in summary.set_index("item").iterrows():
         assert row.accuracy == metrics[metrics.item == item].correct.mean()

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from xcomps_utils import probing
-from xcomps_utils.neuro import ProbeError
+from xcomps_utils.probing import ProbeError
 
 
 def _xcomps_like(n_items=40, n_pos=20, n_neg=40, seed=0):

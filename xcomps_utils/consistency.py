@@ -64,7 +64,7 @@ def correctness_matrix(scored: pd.DataFrame, correct: str = "direct_correct",
     Args:
         scored: one row per pair with ``lang``, the ``unit`` columns and ``correct`` (0/1), e.g.
             :class:`xcomps_utils.decompose.Decomposition` ``.pairs`` or
-            :func:`xcomps_utils.xcomps.pair_table`.
+            :func:`xcomps_utils.xcomps_paper.pair_table`.
         unit: column(s) that identify the same pair across languages.
         tie: column marking ties (``"auto"``: ``correct`` with ``correct`` replaced by ``tie``).
 

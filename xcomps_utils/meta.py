@@ -38,7 +38,7 @@ from .scoring import continuation_scores
 
 __all__ = ["TEMPLATE_FIELDS", "PLACEHOLDERS", "LOWERCASE_RULES", "meta_templates_file",
            "load_meta_templates", "meta_templates_sha256", "meta_template_table", "option_text",
-           "build_meta_prompts", "score_meta"]
+           "build_meta_prompts", "score_meta", "meta_template"]
 
 #: Fields of a template and their types.
 TEMPLATE_FIELDS = {"question": str, "answer": str, "space": bool, "determiners": list,
@@ -228,6 +228,24 @@ def _chat_context(tokenizer, question: str, answer_cue: str) -> str:
     return text + answer_cue
 
 
+def meta_template(lang: str, path=None) -> dict:
+    """The metalinguistic (Meta) template of a language, from the one template file
+    ``xcomps_utils/resources/meta_templates.json`` (validated on load, see
+    :func:`load_meta_templates`): ``question`` with ``{property_phrase}``, ``{option_1}``,
+    ``{option_2}``; ``answer`` (the answer cue); ``space`` (whether a space separates the cue
+    from the option); the option rule ``determiners``, ``lowercase``, ``lowercase_map`` (see
+    :func:`option_text`); ``options``, ``source``, ``review``.
+
+    Raises:
+        DataError: no template for the language (names the file), or an invalid template file.
+    """
+    templates = load_meta_templates(path)
+    if lang not in templates:
+        raise DataError(f"{path or meta_templates_file()}: no metalinguistic template for "
+                        f"language {lang!r}; it has {sorted(templates)}")
+    return templates[lang]
+
+
 def build_meta_prompts(pairs: pd.DataFrame, use_chat_template: bool = False,
                        tokenizer=None) -> pd.DataFrame:
     """Two prompts per pair (``order`` 0: acceptable option first, 1: second) with the context
@@ -237,8 +255,6 @@ def build_meta_prompts(pairs: pd.DataFrame, use_chat_template: bool = False,
         DataError: no template for a language, or an invalid template file (see
             :func:`load_meta_templates`); ValueError: chat template requested but missing.
     """
-    from .xcomps import meta_template
-
     rows = []
     templates = {lang: meta_template(lang) for lang in pairs["lang"].unique()}
     for i, r in enumerate(pairs.itertuples(index=False)):

@@ -23,11 +23,7 @@ from tqdm.auto import tqdm
 
 from .encoding import check_texts, encode, length_batches, resolve_token_budget
 
-__all__ = ["last_token_states", "ProbeError"]
-
-
-class ProbeError(ValueError):
-    """The probe cannot be trained as asked (one class, too few examples for the folds)."""
+__all__ = ["last_token_states"]
 
 
 @torch.inference_mode()

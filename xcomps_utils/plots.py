@@ -77,7 +77,7 @@ def plot_token_surprisal(scores: list[TokenScores], labels: list[str], model: st
 def plot_accuracy_and_pivotal_share(summary: pd.DataFrame, model: str):
     """Per task: item accuracy (mean over 8 prompt pairs) and the plain pivotal proportion
     (perplexity and surprisal versions), means with 95% normal intervals over items
-    (the paper's Figure 1). ``summary``: :func:`~xcomps_utils.perplexity.item_summary` rows with a
+    (the paper's Figure 1). ``summary``: :func:`~xcomps_utils.perplexity_paper.item_summary` rows with a
     ``task`` column."""
     tasks = list(dict.fromkeys(summary["task"]))
     cols = [("accuracy", "accuracy (correct prompt less perplexed)"),
@@ -305,7 +305,7 @@ def plot_agreement(x: pd.Series, y: pd.Series, labels: pd.Series, model: str, xl
 def plot_grammar_cells(cells: pd.DataFrame, model: str, rows: str = "lang",
                        cols: str = "subset", title: str = "Direct accuracy", ax=None):
     """A heatmap of Direct accuracy per ``rows`` × ``cols`` cell
-    (:func:`xcomps_utils.grammar.accuracy_cells`), each cell labelled with its accuracy, its
+    (:func:`xcomps_utils.grammar_study.accuracy_cells`), each cell labelled with its accuracy, its
     item-bootstrap 95% interval and its decided pairs; on ``ax`` when given (one figure for
     several models, so a numbered figure is one output)."""
     acc = cells.pivot(index=rows, columns=cols, values="accuracy")
@@ -329,7 +329,7 @@ def plot_grammar_cells(cells: pd.DataFrame, model: str, rows: str = "lang",
 def plot_pivot_shares(summary: pd.DataFrame, model: str, label: str = "lang",
                       unit: str = "nats", ax=None):
     """Bars of the pivot region's plain and normalized proportion of the pair's difference per
-    group (:func:`xcomps_utils.grammar.pivot_summary`), with the number of pairs; on ``ax`` when
+    group (:func:`xcomps_utils.grammar_study.pivot_summary`), with the number of pairs; on ``ax`` when
     given."""
     if ax is None:
         fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(summary) + 1.5))

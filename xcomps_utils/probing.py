@@ -45,16 +45,19 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from .neuro import ProbeError
-
 __all__ = ["probe_sentences", "leak_free_groups", "control_labels", "baselines", "make_folds",
            "probe_layers", "nested_probe", "permutation_null", "probe_pairs", "probe_tables",
            "ProbeError", "DEFAULT_N_PERMUTATIONS"]
 
+
+class ProbeError(ValueError):
+    """The probe cannot be trained as asked (one class, too few examples for the folds)."""
+
+
 #: label permutations of the probe's null per language: 19, a smallest per-language p of 1/20 =
 #: 0.05. Per-language p-values are descriptions (no per-language correction could reach 0.025
 #: with 39 either); the decision pools the languages (Fisher's method,
-#: :func:`xcomps_utils.xcomps.probe_verdict`), which 19 per language can reach.
+#: :func:`xcomps_utils.xcomps_paper.probe_verdict`), which 19 per language can reach.
 DEFAULT_N_PERMUTATIONS = 19
 
 #: worker processes for the permutation null (each fit stays on one BLAS thread):

@@ -16,6 +16,9 @@ Two sources, one schema:
   ``$XCOMPS_DATA_DIR/xcomps/`` or downloaded into the user cache, and refused unless their git
   blob id equals the manifest's. English is COMPS ``comps_base.jsonl`` (Misra et al., 2023),
   whose sentences are ``prefix + " " + property_phrase + "."``.
+
+This module is the loader; the Meta templates are :func:`xcomps_utils.meta.meta_template`, the
+paper's tables and claims :mod:`xcomps_utils.xcomps_paper`.
 """
 
 from __future__ import annotations
@@ -34,8 +37,7 @@ from .data import (PAIR_COLUMNS, ChecksumError, DataError, SmallSampleWarning, d
 from .paths import data_home, resources_dir
 
 __all__ = ["XCOMPS_LANGUAGES", "SAMPLE_LANGUAGES", "NEGATIVE_TYPES", "REQUIRED_FIELDS",
-           "languages", "git_blob_id", "xcomps_file", "load_xcomps", "load_languages",
-           "meta_template", "pair_table", "method_tables", "claim_tests"]
+           "languages", "git_blob_id", "xcomps_file", "load_xcomps", "load_languages"]
 
 XCOMPS_LANGUAGES = ["ar", "ca", "de", "el", "es", "fa", "fr", "he", "hu", "ja", "ko", "nl", "ru",
                     "tr", "uk", "vi", "zh"]
@@ -200,199 +202,3 @@ def load_languages(langs: list[str], source: str = "sample", data_dir=None,
         keep = set(rng.choice(props, size=min(items_per_language, len(props)), replace=False))
         out = out[out["property"].isin(keep)].reset_index(drop=True)
     return out
-
-
-def meta_template(lang: str, path=None) -> dict:
-    """The metalinguistic (Meta) template of a language, from the one template file
-    ``xcomps_utils/resources/meta_templates.json`` (validated on load, see
-    :func:`xcomps_utils.meta.load_meta_templates`): ``question`` with ``{property_phrase}``,
-    ``{option_1}``, ``{option_2}``; ``answer`` (the answer cue); ``space`` (whether a space
-    separates the cue from the option); the option rule ``determiners``, ``lowercase``,
-    ``lowercase_map`` (see :func:`xcomps_utils.meta.option_text`); ``options``, ``source``,
-    ``review``.
-
-    Raises:
-        DataError: no template for the language (names the file), or an invalid template file.
-    """
-    from .meta import load_meta_templates, meta_templates_file
-
-    templates = load_meta_templates(path)
-    if lang not in templates:
-        raise DataError(f"{path or meta_templates_file()}: no metalinguistic template for "
-                        f"language {lang!r}; it has {sorted(templates)}")
-    return templates[lang]
-
-
-# --- tables of the XCOMPS chapter -------------------------------------------------------------
-
-def pair_table(measures: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
-    """``pairs`` with one column per Direct and Meta measure of a pair (``direct_correct``,
-    ``meta_delta``, ``meta_answer_mass``, ...; booleans as 0/1), ``direct_mean_correct`` (the
-    per-token-mean variant of Direct) and ``morphology`` (from :func:`languages`).
-
-    Args:
-        measures: long results of :func:`xcomps_utils.methods.run` on these pairs.
-    """
-    m = measures[measures["method"].isin(["direct", "meta"]) & (measures["order"] == "")]
-    out = pairs.copy()
-    out["pair_id"] = out["pair_id"].astype(str)
-    if len(m):
-        w = m.assign(column=m["method"] + "_" + m["measure"]).pivot_table(
-            index=["lang", "pair_id"], columns="column", values="value", aggfunc="first")
-        out = out.merge(w.reset_index(), on=["lang", "pair_id"], how="left")
-    if "direct_logprob_mean_good" in out:
-        out["direct_mean_correct"] = (out["direct_logprob_mean_good"]
-                                      > out["direct_logprob_mean_bad"]).astype(float)
-    from .precision import decisions
-
-    for m in ("direct", "meta"):
-        if f"{m}_correct" in out:
-            out[f"{m}_decision"] = decisions(out, m)
-    table = languages().set_index("iso")
-    out["morphology"] = out["lang"].map(table["morphological_type"])
-    out["resource_level"] = out["lang"].map(table["resource_level"])
-    return out
-
-
-def method_tables(scored: pd.DataFrame, probe_groups: pd.DataFrame, langs: list[str]) -> dict:
-    """Language x negative-type tables (the paper's Figure 1): Meta and Direct accuracy over the
-    decided pairs (ties and near ties left out; from :func:`pair_table`), and each cell's probe
-    balanced accuracy at the layer chosen by nested cross-validation (from the second table of
-    :func:`xcomps_utils.probing.probe_tables`; not the maximum over layers, which is biased)."""
-    from .claims import decided_rows
-
-    tables = {}
-    for name, col in (("Meta", "meta_correct"), ("Direct", "direct_correct")):
-        if col in scored:
-            d = decided_rows(scored, col)
-            tables[name] = d.pivot_table(index="lang", columns="negative_sample_type",
-                                         values=col, aggfunc="mean").reindex(langs)[NEGATIVE_TYPES]
-    if len(probe_groups) and "nested_balanced_accuracy" in probe_groups:
-        cells = probe_groups[probe_groups["subset"] != "all"]
-        tables["Neuro (balanced accuracy, nested)"] = cells.pivot_table(
-            index="lang", columns="subset", values="nested_balanced_accuracy"
-        ).reindex(langs).reindex(columns=NEGATIVE_TYPES)
-    return tables
-
-
-def claim_tests(scored: pd.DataFrame, probe_groups: pd.DataFrame | None = None,
-                n_boot: int = 2000, seed: int = 0, scored_other: pd.DataFrame | None = None,
-                other_model: str = "") -> list:
-    """The XCOMPS paper's claims tested on one run (:mod:`xcomps_utils.claims`), in families:
-
-    * **confirmatory** (the paper's primary claims, Direct, Holm over the family): the English
-      advantage and subtle negatives being harder (items); the morphological and resource-level
-      trends (languages, permutation; "cannot be decided" with too few languages); Direct
-      tracking Neuro within negative types (languages), given the probe groups;
-    * **exploratory** (Holm over the family): the same claims for Meta, and for Direct with a
-      second model (``scored_other``, named ``other_model``).
-
-    A claim the run cannot test (one language, one type) is left out.
-
-    Returns:
-        a list of :class:`xcomps_utils.claims.ClaimTest`, confirmatory first.
-    """
-    from dataclasses import replace
-
-    from . import claims
-
-    def method_tests(sc, col):
-        out = []
-        if col not in sc or sc[col].isna().all():
-            return out
-        if "en" in set(sc["lang"]) and sc["lang"].nunique() > 1:
-            out.append(claims.english_advantage(sc, col, n_boot=n_boot, seed=seed))
-        out.append(claims.subtle_negatives_harder(sc, col, n_boot=n_boot, seed=seed))
-        for fn in (claims.morphology_trend, claims.resource_trend):
-            try:
-                out.append(fn(sc, col, n_boot=n_boot, seed=seed))
-            except ValueError:  # one type only in this run
-                pass
-        return out
-
-    primary = method_tests(scored, "direct_correct")
-    if probe_groups is not None and len(probe_groups) and "direct_correct" in scored:
-        cells = neuro_cells(scored, probe_groups)
-        try:
-            primary.append(claims.direct_tracks_neuro(cells, n_boot=n_boot, seed=seed,
-                                                      probe_caveat=probe_caveat(probe_groups)))
-        except ValueError:  # fewer than 3 languages with every cell (a probe group failed)
-            pass
-    explore = method_tests(scored, "meta_correct")
-    if scored_other is not None:
-        explore += [replace(t, scope=f"{t.scope}, {other_model}")
-                    for t in method_tests(scored_other, "direct_correct")]
-    return (claims.correct(primary, "XCOMPS, primary claims (Direct)", "confirmatory")
-            + claims.correct(explore, "XCOMPS, Meta and second model", "exploratory"))
-
-
-def neuro_cells(scored: pd.DataFrame, probe_groups: pd.DataFrame) -> pd.DataFrame:
-    """Direct accuracy (decided pairs) and the probe's nested balanced accuracy per language x
-    negative-type cell: columns ``lang``, ``subset``, ``direct``, ``neuro``."""
-    from .claims import decided_rows
-
-    d = decided_rows(scored, "direct_correct")
-    direct = d.groupby(["lang", "negative_sample_type"])["direct_correct"].mean()
-    cells = probe_groups[probe_groups["subset"] != "all"][
-        ["lang", "subset", "nested_balanced_accuracy"]].rename(
-        columns={"nested_balanced_accuracy": "neuro"})
-    cells["direct"] = direct.reindex(list(zip(cells["lang"], cells["subset"]))).to_numpy()
-    return cells.dropna().reset_index(drop=True)
-
-
-def probe_caveat(probe_groups: pd.DataFrame) -> str:
-    """What the probes' permutation nulls say, as a sentence for a claim built on the probe
-    ("" when the groups carry no null)."""
-    g = probe_groups[probe_groups["subset"] == "all"]
-    if "p_permutation" not in g or g["p_permutation"].isna().all():
-        return ""
-    above = int((g["p_permutation"] <= 0.025).sum())
-    return (f"the probe of all types is beyond its label-permutation null (one-sided p <= 0.025, "
-            f"uncorrected) in {above} of {len(g)} languages; elsewhere it is not "
-            f"distinguishable from its null at this resolution, and neither is its part of the "
-            f"correlation with Direct.")
-
-
-def probe_verdict(probe_groups: pd.DataFrame, langs: list[str]) -> str:
-    """One Markdown paragraph on the probes over all negative types against their
-    label-permutation nulls.
-
-    The decision is pooled over languages: the languages' permutation p-values (independent:
-    each language has its own sentences and states) are combined by Fisher's method
-    (``scipy.stats.combine_pvalues``), one test at one-sided level 0.025. Per language, the
-    smallest p that ``n`` permutations give is ``1 / (n + 1)`` (0.05 with the default 19),
-    which Holm over the languages can never bring to 0.025: per-language p-values are printed
-    uncorrected, as a description, and a per-language verdict needs about ``40 x languages``
-    permutations. Probes at or within their null are named: nothing read off them (layer
-    curves, a correlation with Direct) is signal.
-    """
-    from scipy.stats import combine_pvalues
-
-    g = probe_groups[probe_groups["subset"] == "all"].set_index("lang").reindex(langs).dropna(
-        subset=["nested_balanced_accuracy"])
-    if not len(g) or "p_permutation" not in g or g["p_permutation"].isna().all():
-        return ""
-    p = g["p_permutation"].to_numpy(float)
-    pooled = float(combine_pvalues(p, method="fisher").pvalue)
-    n_perm = int(g["n_permutations"].max())
-    verdict = ("supported" if pooled <= 0.025 else "inconclusive")
-    nominal = [f"{l} (p {q:.3f})" for l, q in zip(g.index, p) if q <= 0.025]
-    null = [f"{l} ({b:.2f}, p {q:.2f})" for l, b, q in
-            zip(g.index, g["nested_balanced_accuracy"], p) if q > 0.025]
-    text = (f"**The probe against its null.** Pooled over the {len(g)} languages (Fisher's "
-            f"combination of their permutation p-values; one test, one-sided level 0.025), the "
-            f"hypothesis *in at least one language the probe finds acceptability beyond "
-            f"shuffled labels* is **{verdict}** (p = {pooled:.2g}). Per language the smallest p "
-            f"of {n_perm} "
-            f"permutations is {1 / (n_perm + 1):.3f}, which a correction over {len(g)} languages "
-            f"cannot bring under 0.025: per-language p-values are descriptions. ")
-    if nominal:
-        text += f"Nominally beyond the null (uncorrected): {', '.join(nominal)}. "
-    if null:
-        text += (f"Not distinguishable from the null at this resolution: {', '.join(null)} "
-                 f"(nested balanced accuracy, p). There this run finds nothing the shuffled "
-                 f"labels do not: read those layer curves, and those languages' part of the "
-                 f"correlation with Direct below, as noise unless more items show otherwise. "
-                 f"(The nested score is compared with the null of the best layer, which is "
-                 f"conservative.)")
-    return text
