@@ -480,7 +480,7 @@ def _item_means(mean, s, n=40, per=8, item_sd=0.1, sd=0.2, col="v", task="t"):
 @pytest.mark.parametrize("name", ["pivotal_direction", "concept_carries_most",
                                   "property_above_chance"])
 def test_mean_claims_reach_both_outcomes_hold_their_null_and_have_power(name):
-    from xcomps_utils import decompose as D
+    from xcomps_utils import concept_prior as D
 
     if name == "pivotal_direction":
         col, null = "direction_pivotal_ppl", 0.0

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
+from xcomps_utils import concept_prior
 from xcomps_utils import decompose as D
 from xcomps_utils import xcomps
 from xcomps_utils.methods import run
@@ -179,12 +180,12 @@ def test_prior_share_counts_pairs_right_only_because_of_the_prior():
     d["direct_correct"] = (d.delta > 0).astype(float)
     d["cond_correct"] = (d.cond_delta > 0).astype(float)
     d["direct_tie"], d["cond_tie"] = 0.0, 0.0
-    t = D.prior_share(d, n_boot=200)
+    t = concept_prior.prior_share(d, n_boot=200)
     row = t.iloc[0]
     assert row.prior_share == 0.5 and (row.only_direct, row.only_cond, row.both) == (2, 1, 2)
     assert 0 <= row.ci_low <= 0.5 <= row.ci_high <= 1 and row["items"] == 5
     # Direct right on a, b, c, d (0.8); mirrored (cond - prior): 0.5, -3, -1.5, 3, 4 -> 0.6
-    claim = D.direct_needs_prior(d, n_boot=200)
+    claim = concept_prior.direct_needs_prior(d, n_boot=200)
     assert claim.effect == pytest.approx(0.8 - 0.6) and row.net == pytest.approx(0.2)
 
 
@@ -204,20 +205,20 @@ def _prior_pairs(seed, shift=0.0, n_items=40, per=4):
 
 
 def test_the_priors_net_effect_can_go_either_way_and_holds_its_null():
-    assert D.direct_needs_prior(_prior_pairs(0, 1.0), n_boot=400).verdict == "supported"
-    assert D.direct_needs_prior(_prior_pairs(1, -1.0), n_boot=400).verdict == "contradicted"
+    assert concept_prior.direct_needs_prior(_prior_pairs(0, 1.0), n_boot=400).verdict == "supported"
+    assert concept_prior.direct_needs_prior(_prior_pairs(1, -1.0), n_boot=400).verdict == "contradicted"
     # null: a symmetric prior on a model that knows the property. Direct minus *conditional*
     # accuracy is negative here (noise dilutes knowledge) and would read "the prior hurts";
     # the mirror comparison holds its level
     n, decided, naive = 120, 0, 0
     for s in range(n):
         d = _prior_pairs(100 + s)
-        decided += D.direct_needs_prior(d, n_boot=300).verdict != "inconclusive"
+        decided += concept_prior.direct_needs_prior(d, n_boot=300).verdict != "inconclusive"
         naive += d.direct_correct.mean() < d.cond_correct.mean()
     assert decided / n <= 0.05 + 3 * (0.05 * 0.95 / n) ** 0.5
     assert naive / n > 0.8
     # power: a prior shifted by 0.4 sd towards the acceptable concept, 40 items x 4 pairs
-    wins = sum(D.direct_needs_prior(_prior_pairs(300 + s, 0.4), n_boot=300).verdict
+    wins = sum(concept_prior.direct_needs_prior(_prior_pairs(300 + s, 0.4), n_boot=300).verdict
                == "supported" for s in range(30))
     assert wins / 30 >= 0.8
 

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from xcomps_utils import models
+from xcomps_utils.data import file_sha256
 
 LOAD = [sys.executable, "-c", "from xcomps_utils.models import load_model; "
         "lm = load_model('smollm2-135m-instruct', device='cpu'); print(lm.revision)"]
@@ -34,7 +35,7 @@ def test_a_partial_gguf_left_by_an_older_version_is_redone(tmp_path, monkeypatch
     target.write_bytes(os.urandom(6 << 20))  # what a killed assembly left
     (target.parent / f".{pkg.MODEL_NAME}.12345.deadbeef.tmp").write_bytes(b"x" * 1000)
     path = models._embedded_gguf(models.EMBEDDED_MODELS["gemma-3-270m"])
-    assert path == target and models._file_sha256(path) == pkg.EXPECTED_SHA256
+    assert path == target and file_sha256(path) == pkg.EXPECTED_SHA256
     assert _leftovers(tmp_path) == []
     ident = models.model_identity("gemma-3-270m", device="cpu")
     assert ident["model_revision"] == pkg.EXPECTED_SHA256

@@ -4,6 +4,7 @@ import pytest
 
 from xcomps_utils import data, nonsense, tasks
 from xcomps_utils import perplexity as P
+from xcomps_utils import words as W
 from xcomps_utils.perplexity_paper import item_summary
 
 
@@ -14,7 +15,8 @@ def _pairs(good, bad):
 
 def _check_alignment(lm, pairs, wordings):
     pps = P.build_prompt_pairs(pairs, wordings)
-    metrics, groups = P.score_prompt_pairs(lm, pps)
+    scored = P.score_prompt_pairs(lm, pps)
+    metrics, groups = scored.metrics, scored.groups
     from xcomps_utils.scoring import token_scores
 
     for k, pp in enumerate(pps):
@@ -95,7 +97,7 @@ def test_accuracy_is_the_mean_over_eight_prompt_pairs(lm):
     assert len(pps) == 2 * 8
     assert {(pp.wording, pp.order) for pp in pps if pp.item == 0} == {
         (w["id"], o) for w in P.load_wordings("blimp") for o in P.ORDERS}
-    metrics, _ = P.score_prompt_pairs(lm, pps)
+    metrics = P.score_prompt_pairs(lm, pps).metrics
     summary = item_summary(metrics)
     assert (summary.prompt_pairs == 8).all()
     for item, row in summary.set_index("item").iterrows():
@@ -138,3 +140,75 @@ def test_selection_rules_keep_pairs_whole(data_dir):
         merged = sel.merge(full, on="pair_id", suffixes=("", "_src"))
         assert (merged.good == merged.good_src).all() and (merged.bad == merged.bad_src).all()
     assert (sel_c.good_pivots.map(len) == 1).all()
+
+
+def _union_find_groups(pp, sa, sb):
+    """The groups of the hand-written union-find ``align_groups`` used before scipy's
+    ``connected_components`` (kept here as the reference): the characters of each group, in
+    the correct prompt's order, and the tokens of each side."""
+    seg_len = {k: e - s for k, s, e in pp.segments_correct}
+    ca = P._canonical(pp.segments_correct, seg_len)
+    cb = P._canonical(pp.segments_incorrect, seg_len)
+    parent = np.arange(len(ca))
+
+    def find(x):
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    chars = []
+    for scores, canon, text in ((sa, ca, pp.correct), (sb, cb, pp.incorrect)):
+        side = [canon[s:e] for s, e in W.token_spans(scores.offsets, len(text))]
+        for c in side:
+            for x in c[1:]:
+                ra, rb = find(c[0]), find(x)
+                if ra != rb:
+                    parent[max(ra, rb)] = min(ra, rb)
+        chars.append(side)
+    roots_a = [find(c[0]) for c in chars[0]]
+    roots_b = [find(c[0]) for c in chars[1]]
+    return [(sorted(x for x in range(len(ca)) if find(x) == r),
+             [i for i, x in enumerate(roots_a) if x == r],
+             [i for i, x in enumerate(roots_b) if x == r])
+            for r in dict.fromkeys(roots_a)]
+
+
+def _random_tokens(text, rng, mean_len):
+    """Scores of ``text`` cut into random tokens (about ``mean_len`` characters), each with a
+    random log-probability: a tokenization that straddles words and slot boundaries often."""
+    cuts = np.flatnonzero(rng.random(len(text)) < 1 / mean_len)
+    starts = np.unique(np.concatenate([[0], cuts]))
+    ends = np.append(starts[1:], len(text))
+    offsets = np.stack([starts, ends], axis=1)
+    from xcomps_utils.scoring import TokenScores
+
+    return TokenScores(text, np.arange(len(starts)), [text[a:b] for a, b in offsets], offsets,
+                       -rng.random(len(starts)) * 5, "bos")
+
+
+@pytest.mark.parametrize("mean_len", [1.5, 4, 12])
+def test_groups_equal_the_union_find_groups_on_real_pairs(data_dir, mean_len):
+    """scipy's connected components give the groups the hand-written union-find gave, on real
+    pairs (BLiMP and the XCOMPS sample in seven languages and four scripts) under random
+    tokenizations, in the same order with the same tokens."""
+    from xcomps_utils import xcomps
+
+    blimp = data.sample_pairs(tasks.load("blimp_anaphor"), 6, seed=2)
+    xc = xcomps.load_languages(xcomps.SAMPLE_LANGUAGES).groupby("lang").head(3)
+    rng = np.random.default_rng(int(mean_len * 10))
+    n = 0
+    for pairs in (blimp, xc):
+        for pp in P.build_prompt_pairs(pairs, P.load_wordings("blimp"))[::3]:
+            sa = _random_tokens(pp.correct, rng, mean_len)
+            sb = _random_tokens(pp.incorrect, rng, mean_len)
+            got = P.align_groups(pp, sa, sb)
+            want = _union_find_groups(pp, sa, sb)
+            assert len(got) == len(want)
+            assert got.n_tokens_correct.tolist() == [len(a) for _, a, _ in want]
+            assert got.n_tokens_incorrect.tolist() == [len(b) for _, _, b in want]
+            assert got.s_correct.tolist() == pytest.approx(
+                [float(-sa.logprobs[a].sum()) for _, a, _ in want])
+            assert got.s_incorrect.tolist() == pytest.approx(
+                [float(-sb.logprobs[b].sum()) for _, _, b in want])
+            n += 1
+    assert n > 20

@@ -101,3 +101,63 @@ def test_a_segmenter_function_and_spans_agree():
     by_func = W.word_spans(text, lambda t: ZH_WORDS)
     assert by_func == W.word_spans(text, [(0, 3), (3, 4), (4, 5), (5, 6)]) == \
         [(0, 3), (3, 4), (4, 5), (5, 6)]
+
+
+def _union_find_units(text, offsets, words=None):
+    """The word units of the hand-written union-find ``token_word_index`` used before scipy's
+    ``connected_components`` (kept here as the reference)."""
+    spans = W.word_spans(text, words)
+    word_of = np.full(len(text), -1, dtype=np.int64)
+    for k, (a, b) in enumerate(spans):
+        word_of[a:b] = k
+    touched = [sorted({int(w) for w in word_of[min(s, int(a)):max(e, int(b))] if w >= 0})
+               for (s, e), (a, b) in zip(W.token_spans(offsets, len(text)), np.asarray(offsets))]
+    nxt = None
+    for i in range(len(touched) - 1, -1, -1):
+        if touched[i]:
+            nxt = touched[i][0]
+        elif nxt is not None:
+            touched[i] = [nxt]
+    prev = None
+    for i in range(len(touched)):
+        if touched[i]:
+            prev = touched[i][-1]
+        else:
+            touched[i] = [prev]
+    parent = list(range(len(spans)))
+
+    def find(x):
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for ws in touched:
+        for w in ws[1:]:
+            ra, rb = find(ws[0]), find(w)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+    roots = sorted({find(w) for ws in touched for w in ws})
+    units = [(spans[min(k for k in range(len(spans)) if find(k) == r)][0],
+              spans[max(k for k in range(len(spans)) if find(k) == r)][1]) for r in roots]
+    return units, [roots.index(find(ws[0])) for ws in touched]
+
+
+@pytest.mark.parametrize("mean_len", [1.5, 3, 8])
+def test_units_equal_the_union_find_units_on_real_sentences(data_dir, mean_len):
+    """scipy's connected components merge the words the hand-written union-find merged, on the
+    real sentences of the XCOMPS sample (seven languages, four scripts; Chinese by character)
+    under random tokenizations that often straddle words."""
+    from xcomps_utils import xcomps
+
+    rng = np.random.default_rng(int(mean_len * 10))
+    xc = xcomps.load_languages(xcomps.SAMPLE_LANGUAGES).groupby("lang").head(4)
+    for r in xc.itertuples():
+        for text in (r.good, r.bad):
+            cuts = np.flatnonzero(rng.random(len(text)) < 1 / mean_len)
+            starts = np.unique(np.concatenate([[0], cuts]))
+            offsets = np.stack([starts, np.append(starts[1:], len(text))], axis=1)
+            words = (lambda t: [(i, i + 1) for i, ch in enumerate(t) if not ch.isspace()]
+                     ) if r.lang == "zh" else None
+            units, index = W.token_word_index(text, offsets, words)
+            want_units, want_index = _union_find_units(text, offsets, words)
+            assert units == want_units and index.tolist() == want_index

@@ -27,12 +27,16 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from .claims import ClaimTest, bootstrap_p, finish, language_claim, percentile_interval
+from .xcomps import languages
+
 __all__ = ["correctness_matrix", "cohen_kappa", "pairwise_agreement", "mean_kappa",
-           "items_by_languages", "bootstrap_kappas", "agreement_table",
+           "items_by_languages", "bootstrap_kappas", "KappaReplicates", "agreement_table",
            "cross_lingual_agreement", "agreement_follows"]
 
 DEFAULT_UNIT = ("property", "negative_sample_type")
@@ -173,16 +177,30 @@ def _kappas(values: np.ndarray, pairs: list[tuple[int, int]]) -> np.ndarray:
     return k
 
 
+@dataclass(frozen=True)
+class KappaReplicates:
+    """Pairwise kappas and their bootstrap replicates (:func:`bootstrap_kappas`).
+
+    Attributes:
+        table: one row per language pair, as :func:`pairwise_agreement`.
+        replicates: ``[n_boot, language pairs]`` kappas (NaN where undefined).
+        n_items: the items resampled.
+    """
+
+    table: pd.DataFrame
+    replicates: np.ndarray
+    n_items: int
+
+
 def bootstrap_kappas(scored: pd.DataFrame, correct: str = "direct_correct", unit=DEFAULT_UNIT,
                      item: str = "property", n_boot: int = 2000, seed: int = 0
-                     ) -> tuple[pd.DataFrame, np.ndarray]:
+                     ) -> KappaReplicates:
     """Pairwise kappas and their bootstrap replicates, resampling whole items in every language
     at once (the scheme of :func:`xcomps_utils.claims.cluster_bootstrap`: each replicate draws
     as many items as there are, with replacement).
 
     Returns:
-        ``(table, replicates)``: ``table`` as :func:`pairwise_agreement`; ``replicates``
-        ``[n_boot, language pairs]`` kappas (NaN where undefined).
+        a :class:`KappaReplicates`.
     """
     unit_l = [unit] if isinstance(unit, str) else list(unit)
     d = _long(scored, correct, unit_l, correct.replace("correct", "tie"))
@@ -195,8 +213,7 @@ def bootstrap_kappas(scored: pd.DataFrame, correct: str = "direct_correct", unit
     for r in range(n_boot):
         drawn = rng.integers(0, len(blocks), len(blocks))
         reps[r] = _kappas(np.concatenate([blocks[k] for k in drawn]), pairs)
-    table.attrs["items"] = len(blocks)
-    return table, reps
+    return KappaReplicates(table, reps, len(blocks))
 
 
 def agreement_table(scored: pd.DataFrame, correct: str = "direct_correct", unit=DEFAULT_UNIT,
@@ -204,9 +221,8 @@ def agreement_table(scored: pd.DataFrame, correct: str = "direct_correct", unit=
     """:func:`pairwise_agreement` with a 95% percentile interval for each kappa, items resampled
     (all languages at once, :func:`bootstrap_kappas`), and each language's ``morphology`` and
     ``resource_level`` (:func:`xcomps_utils.xcomps.languages`)."""
-    from .xcomps import languages
-
-    table, reps = bootstrap_kappas(scored, correct, unit, item, n_boot, seed)
+    boot = bootstrap_kappas(scored, correct, unit, item, n_boot, seed)
+    table, reps = boot.table, boot.replicates
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         table["ci_low"] = np.nanquantile(reps, 0.025, axis=0)
@@ -221,28 +237,25 @@ def agreement_table(scored: pd.DataFrame, correct: str = "direct_correct", unit=
 _SOURCE = "this book (issue 14), on XCOMPS (He et al., 2025)"
 
 
-def _claim(name, hypothesis, measure, table, reps, groups, scope, confidence=0.95,
+def _claim(name, hypothesis, measure, boot: KappaReplicates, groups, scope, confidence=0.95,
            null_hypothesis=""):
     """A ClaimTest from kappa replicates (items resampled). ``groups`` marks each language pair
     ``+1`` or ``-1``: the statistic is the mean kappa over the ``+1`` pairs minus the mean over
     the ``-1`` pairs (no ``-1`` pair: the mean over the ``+1`` pairs), undefined kappas left
     out."""
-    from dataclasses import replace
-
-    from .claims import SESOI, ClaimTest, finish, percentile_interval, bootstrap_p
-
+    table = boot.table
     est = _group_stat(table["kappa"].to_numpy(float), groups)
-    vals = np.array([_group_stat(k, groups) for k in reps])
+    vals = np.array([_group_stat(k, groups) for k in boot.replicates])
     est, lo, hi, ok = percentile_interval(est, vals, len(vals), confidence)
     p_sup, p_con = bootstrap_p(ok, 0.0, +1, None) if np.isfinite(lo) else (math.nan, math.nan)
     t = ClaimTest(claim=name, hypothesis=hypothesis, measure=measure, effect=est, ci_low=lo,
                   ci_high=hi, null=0.0, direction=+1, verdict="inconclusive",
-                  n_items=table.attrs.get("items", 0), unit="item",
+                  n_items=boot.n_items, unit="item",
                   n_obs=int(table["n"].sum()), source=_SOURCE, scope=scope,
                   confidence=confidence, null_hypothesis=null_hypothesis or "kappa 0",
                   test=f"bootstrap over items ({len(vals)} replicates)", p_supported=p_sup,
                   p_contradicted=p_con, sesoi=0.1)
-    return replace(finish(t, (1 - confidence) / 2))
+    return finish(t, (1 - confidence) / 2)
 
 
 def _group_stat(k, groups):
@@ -264,10 +277,10 @@ def cross_lingual_agreement(scored: pd.DataFrame, correct: str = "direct_correct
     Returns:
         :class:`xcomps_utils.claims.ClaimTest`.
     """
-    table, reps = bootstrap_kappas(scored, correct, unit, item, n_boot, seed)
+    boot = bootstrap_kappas(scored, correct, unit, item, n_boot, seed)
     return _claim("cross_lingual_agreement", "an item judged correctly in one language is judged "
-                  "correctly in the others, beyond chance", "mean pairwise Cohen's kappa", table,
-                  reps, np.ones(len(table)), correct.split("_")[0])
+                  "correctly in the others, beyond chance", "mean pairwise Cohen's kappa", boot,
+                  np.ones(len(boot.table)), correct.split("_")[0])
 
 
 def agreement_follows(scored: pd.DataFrame, by: str = "morphological_type",
@@ -290,12 +303,10 @@ def agreement_follows(scored: pd.DataFrame, by: str = "morphological_type",
     Raises:
         ValueError: no language pair of the same type, or none of different types.
     """
-    from .claims import language_claim
-    from .xcomps import languages
-
     info = languages().set_index("iso")
     other = "resource_level" if by == "morphological_type" else "morphological_type"
-    table, reps = bootstrap_kappas(scored, correct, unit, item, n_boot, seed)
+    boot = bootstrap_kappas(scored, correct, unit, item, n_boot, seed)
+    table, reps = boot.table, boot.replicates
     kind = info[by]
     same = (table.lang_a.map(kind) == table.lang_b.map(kind)).to_numpy()
     if same.all() or not same.any():

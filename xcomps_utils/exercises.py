@@ -6,13 +6,38 @@ read from the results store), so a solution runs in seconds when the book is bui
 
 from __future__ import annotations
 
-import pandas as pd
+from dataclasses import dataclass
 
-__all__ = ["reprobe", "policy_flips"]
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import StratifiedKFold
+
+from .methods import ShardedStates
+from .probing import make_folds, probe_layers, probe_sentences
+
+__all__ = ["reprobe", "Reprobe", "policy_flips"]
+
+
+@dataclass(frozen=True)
+class Reprobe:
+    """The per-layer probe of :func:`reprobe` and how its folds were made.
+
+    Attributes:
+        curve: one row per layer (``L + 1`` rows): ``layer``, ``f1``, ``balanced_accuracy``,
+            ``mcc``, ``convergence_warnings`` (:func:`xcomps_utils.probing.probe_layers`).
+        grouping: how the folds group the sentences (``"none (sentences)"`` for plain folds).
+        leaked_concepts, leaked_items: distinct concepts, and concept-property items, found in
+            both the training and the test sentences of some fold.
+    """
+
+    curve: pd.DataFrame
+    grouping: str
+    leaked_concepts: int
+    leaked_items: int
 
 
 def reprobe(results, pairs: pd.DataFrame, folds: str = "leak_free", lang: str | None = None,
-            n_splits: int = 5, seed: int = 0) -> pd.DataFrame:
+            n_splits: int = 5, seed: int = 0) -> Reprobe:
     """Neuro's per-layer probe again, on the hidden states a Neuro run stored, with other folds.
 
     The chapter's probe (:func:`xcomps_utils.probing.probe_pairs`) builds its cross-validation
@@ -32,11 +57,8 @@ def reprobe(results, pairs: pd.DataFrame, folds: str = "leak_free", lang: str | 
         n_splits, seed: cross-validation folds and their seed.
 
     Returns:
-        one row per layer (``L + 1`` rows): ``layer``, ``f1``, ``balanced_accuracy``, ``mcc``,
-        ``convergence_warnings`` (:func:`xcomps_utils.probing.probe_layers`), and in ``attrs``:
-        ``grouping``, ``leaked_concepts`` and ``leaked_items`` (distinct concepts, and
-        concept-property items, found in both the training and the test sentences of some
-        fold).
+        a :class:`Reprobe`: the per-layer scores (``.curve``), the folds' ``grouping`` and the
+        leaked concepts and items.
 
     Raises:
         KeyError: ``results`` holds no Neuro run, or a sentence of ``pairs`` has no stored state
@@ -44,12 +66,6 @@ def reprobe(results, pairs: pd.DataFrame, folds: str = "leak_free", lang: str | 
         ValueError: unknown ``folds``; no pair of ``lang``.
         ProbeError: too few sentences of a class for ``n_splits`` folds.
     """
-    import numpy as np
-    from sklearn.model_selection import StratifiedKFold
-
-    from .methods import ShardedStates
-    from .probing import make_folds, probe_layers, probe_sentences
-
     if "neuro" not in results.runs:
         raise KeyError(f"these results hold no Neuro run (runs: {list(results.runs)})")
     if folds not in ("leak_free", "sentences"):
@@ -78,9 +94,8 @@ def reprobe(results, pairs: pd.DataFrame, folds: str = "leak_free", lang: str | 
         leaked["leaked_concepts"] |= set(concepts[tr]) & set(concepts[te])
         leaked["leaked_items"] |= set(items[tr]) & set(items[te])
     X = np.asarray(states[[states.index[t] for t in sents["text"]]])
-    out = probe_layers(X, y, split)
-    out.attrs.update(grouping=grouping, **{k: len(v) for k, v in leaked.items()})
-    return out
+    return Reprobe(probe_layers(X, y, split), grouping, len(leaked["leaked_concepts"]),
+                   len(leaked["leaked_items"]))
 
 
 def policy_flips(wide: pd.DataFrame) -> pd.DataFrame:

@@ -60,8 +60,9 @@ from . import data
 from .data import DataError
 
 __all__ = ["CLAMS_LANGUAGES", "CLAMS_CONSTRUCTIONS", "DATASET_LANGUAGES", "turblimp_phenomena",
-           "sling_paradigms", "task_names", "load_clams", "load_turblimp", "load_sling",
-           "join_hebrew_article", "join_article_pairs", "word_difference_spans", "chapter_tasks"]
+           "sling_paradigms", "sling_files", "task_names", "load_clams", "load_turblimp",
+           "load_sling", "join_hebrew_article", "join_article_pairs", "word_difference_spans",
+           "chapter_tasks"]
 
 CLAMS_LANGUAGES = ("en", "de", "fr", "he", "ru")
 CLAMS_CONSTRUCTIONS = ("simple_agrmt", "vp_coord", "long_vp_coord", "prep_anim", "subj_rel",
@@ -79,13 +80,14 @@ def turblimp_phenomena() -> list[str]:
 
 
 @lru_cache(maxsize=None)
-def _sling_files() -> dict[str, str]:
+def sling_files() -> dict[str, str]:
+    """SLING paradigm -> its file in the manifest (``<phenomenon>/<paradigm>.jsonl``)."""
     return {Path(f).stem: f for f in data.manifest("sling")["files"]}
 
 
 def sling_paradigms() -> list[str]:
     """The 54 SLING paradigms (file stems; unique across phenomenon folders)."""
-    return list(_sling_files())
+    return list(sling_files())
 
 
 def task_names(dataset: str | None = None) -> list[str]:
@@ -256,7 +258,7 @@ def load_sling(paradigm: str, data_dir=None, verify: bool = True) -> pd.DataFram
         DataError: unknown paradigm, malformed JSON, a missing or empty sentence (file, row and
             field named). ChecksumError: as BLiMP.
     """
-    files = _sling_files()
+    files = sling_files()
     if paradigm not in files:
         raise DataError(f"unknown SLING paradigm {paradigm!r}; known: {sorted(files)}")
     name = files[paradigm]

@@ -190,9 +190,8 @@ def _token_ppl(lm, pairs: pd.DataFrame, p: dict) -> tuple[pd.DataFrame, dict]:
     for family, sub in pairs.groupby(pairs["task"].map(_wording_family), sort=False):
         sub = sub.reset_index(drop=True)
         pps = build_prompt_pairs(sub, _wordings(family, p["wordings"]))
-        m, g, scores = score_prompt_pairs(lm, pps, return_scores=True,
-                                          token_budget=p["token_budget"],
-                                          batch_size=p["batch_size"])
+        r = score_prompt_pairs(lm, pps, token_budget=p["token_budget"], batch_size=p["batch_size"])
+        m, g, scores = r.metrics, r.groups, r.scores
         values = [c for c in m.columns if c not in ("item", "wording", "order")]
         for (wording, order), mm in m.groupby(["wording", "order"], sort=False):
             measures.append(_long(sub.iloc[mm["item"].to_numpy()], "token_ppl",

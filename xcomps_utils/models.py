@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 import torch
 from filelock import FileLock
 
+from .data import file_sha256
 from .paths import cache_dir
 
 __all__ = ["LanguageModel", "EMBEDDED_MODELS", "ModelNotFoundError", "load_model",
@@ -164,14 +165,6 @@ def resolve_device_dtype(device: str | torch.device | None = "auto",
     if dtype not in (torch.float32, torch.bfloat16, torch.float16):
         raise ValueError(f"unsupported dtype {dtype!r}; use float32, bfloat16 or float16")
     return device, dtype
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _folder_fingerprint(folder: Path) -> str:
@@ -375,7 +368,7 @@ def model_identity(name: str, revision: str | None = None, device="auto", dtype=
     """
     device, dtype = resolve_device_dtype(device, dtype)
     if name in EMBEDDED_MODELS:
-        rev = _file_sha256(_embedded_gguf(EMBEDDED_MODELS[name]))
+        rev = file_sha256(_embedded_gguf(EMBEDDED_MODELS[name]))
     elif _looks_like_path(name):
         rev = _folder_fingerprint(_model_folder(name))
     else:
@@ -429,7 +422,7 @@ def _assembled(module) -> Path:
     there with another SHA-256 (a partial one an older version left when killed) is redone."""
     target = cache_dir() / "gguf" / module.MODEL_NAME
     with _cache_lock(target):
-        if target.exists() and _file_sha256(target) == module.EXPECTED_SHA256:
+        if target.exists() and file_sha256(target) == module.EXPECTED_SHA256:
             return target
         _clear_leftovers(target)
         tmp = _temporary(target)
@@ -506,7 +499,7 @@ def load_model(name: str = "smollm2-135m-instruct", device="auto", dtype="auto",
     hub = cached = False
     if name in EMBEDDED_MODELS:
         gguf = _embedded_gguf(EMBEDDED_MODELS[name])
-        sha = _file_sha256(gguf)
+        sha = file_sha256(gguf)
         folder = cache_dir() / "models" / f"{name}-{sha[:16]}"
         if not _converted(folder):
             _convert_gguf(gguf, folder)

@@ -12,10 +12,11 @@ Definitions (all logarithms natural; surprisal ``s = -log p`` in nats):
 * **alignment**: ``A`` and ``B`` contain the same characters in another order. Every character is
   given a canonical coordinate (template piece or sentence, offset inside it). Token spans are made
   contiguous (each token also owns the whitespace up to the next token), and tokens of ``A`` and
-  ``B`` that share a canonical character are joined into one *group* (union-find). A group is one
-  token on each side wherever both tokenize alike; tokens that straddle a slot boundary (``'K``,
-  ``.'``) are grouped, never dropped. A group's surprisal is the sum over its tokens, its perplexity
-  ``exp(sum)`` (exactly the token perplexity for one-token groups).
+  ``B`` that share a canonical character are joined into one *group* (a connected component of
+  the characters linked by tokens). A group is one token on each side wherever both tokenize
+  alike; tokens that straddle a slot boundary (``'K``, ``.'``) are grouped, never dropped. A
+  group's surprisal is the sum over its tokens, its perplexity ``exp(sum)`` (exactly the token
+  perplexity for one-token groups).
 * categories: **pivotal** (the group overlaps a pivotal word of either sentence), **period** (not
   pivotal, contains a full stop ``.``/``。`` and no letter or digit), **other**.
 * ``dPPL_g = PPL_B(g) - PPL_A(g)``: positive when the group makes the incorrect prompt more
@@ -37,13 +38,15 @@ from importlib import resources
 
 import numpy as np
 import pandas as pd
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from .scoring import TokenScores, token_scores
 from .words import token_spans as _contiguous_spans  # token i owns up to token i+1
 
 __all__ = ["load_wordings", "PromptPair", "build_prompt_pairs", "align_groups",
-           "plain_proportion", "normalized_proportion", "score_prompt_pairs", "CATEGORIES",
-           "PERIODS"]
+           "plain_proportion", "normalized_proportion", "score_prompt_pairs", "PromptPairScores",
+           "CATEGORIES", "PERIODS"]
 
 CATEGORIES = ("pivotal", "period", "other")
 PERIODS = ".\u3002\uff0e"  # full stop, ideographic full stop, fullwidth full stop
@@ -132,24 +135,6 @@ def _canonical(segments: list, lengths: dict) -> np.ndarray:
     return np.concatenate([base[k] + np.arange(e - s) for k, s, e in segments]).astype(np.int64)
 
 
-class _UnionFind:
-    def __init__(self, n):
-        self.parent = np.arange(n)
-
-    def find(self, x):
-        root = x
-        while self.parent[root] != root:
-            root = self.parent[root]
-        while self.parent[x] != root:
-            self.parent[x], x = root, self.parent[x]
-        return root
-
-    def union(self, a, b):
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            self.parent[max(ra, rb)] = min(ra, rb)
-
-
 def align_groups(pp: PromptPair, sa: TokenScores, sb: TokenScores) -> pd.DataFrame:
     """Align the tokens of the correct (``sa``) and incorrect (``sb``) prompt into groups.
 
@@ -168,16 +153,16 @@ def align_groups(pp: PromptPair, sa: TokenScores, sb: TokenScores) -> pd.DataFra
     check[ca] = list(pp.correct)
     if len(cb) != n or "".join(check[cb]) != pp.incorrect:
         raise ValueError(f"prompts of item {pp.item} ({pp.wording}, {pp.order}) differ in content")
-    uf = _UnionFind(n)
     token_chars = []
     for scores, canon, text in ((sa, ca, pp.correct), (sb, cb, pp.incorrect)):
-        chars = [canon[s:e] for s, e in _contiguous_spans(scores.offsets, len(text))]
-        for c in chars:
-            for x in c[1:]:
-                uf.union(c[0], x)
-        token_chars.append(chars)
-    roots_a = [uf.find(c[0]) for c in token_chars[0]]
-    roots_b = [uf.find(c[0]) for c in token_chars[1]]
+        token_chars.append([canon[s:e] for s, e in _contiguous_spans(scores.offsets, len(text))])
+    # a token links its characters; a group is a connected component of characters
+    first = np.concatenate([np.full(len(c), c[0]) for t in token_chars for c in t])
+    every = np.concatenate([c for t in token_chars for c in t])
+    root = connected_components(coo_matrix((np.ones(len(every)), (first, every)), (n, n)),
+                                directed=False)[1]
+    roots_a = [root[c[0]] for c in token_chars[0]]
+    roots_b = [root[c[0]] for c in token_chars[1]]
     order = list(dict.fromkeys(roots_a))
     # pivotal and period characters, in canonical ids
     pivotal = np.zeros(n, dtype=bool)
@@ -189,7 +174,7 @@ def align_groups(pp: PromptPair, sa: TokenScores, sb: TokenScores) -> pd.DataFra
     position_a[ca] = np.arange(n)
     members = {r: [] for r in order}
     for x in range(n):
-        members[uf.find(x)].append(x)
+        members[root[x]].append(x)
     rows = []
     for gi, r in enumerate(order):
         chars = np.array(members[r])
@@ -255,22 +240,34 @@ def _metrics(groups: pd.DataFrame) -> dict:
     return out
 
 
-def score_prompt_pairs(lm, prompt_pairs: list[PromptPair], *, return_scores: bool = False,
-                       **kwargs) -> tuple[pd.DataFrame, pd.DataFrame]:
+@dataclass(frozen=True)
+class PromptPairScores:
+    """What :func:`score_prompt_pairs` computes.
+
+    Attributes:
+        metrics: one row per prompt pair (``item``, ``wording``, ``order``, ``ppl_correct``,
+            ``ppl_incorrect``, ``correct``, ``n_groups``, ``n_<cat>``, ``plain_<cat>_ppl``,
+            ``norm_<cat>_ppl``, ``plain_<cat>_s``, ``norm_<cat>_s``).
+        groups: one row per aligned group (see :func:`align_groups`) with ``item``,
+            ``wording``, ``order``, ``ppl_correct``/``ppl_incorrect`` (group perplexities),
+            ``delta_ppl`` and ``delta_s``.
+        scores: each prompt text -> its :class:`~xcomps_utils.scoring.TokenScores`.
+    """
+
+    metrics: pd.DataFrame
+    groups: pd.DataFrame
+    scores: dict
+
+
+def score_prompt_pairs(lm, prompt_pairs: list[PromptPair], **kwargs) -> PromptPairScores:
     """Score every prompt and compute accuracy and proportions per prompt pair.
 
     Prompts are scored with :func:`xcomps_utils.scoring.token_scores` (BOS policy ``bos``), which
     takes the keyword arguments (``batch_size``, ``token_budget``, ``progress``); the template
-    text the prompts share is computed once (``shared_prefix``). With ``return_scores``, a third
-    element maps each prompt text to its :class:`~xcomps_utils.scoring.TokenScores`.
+    text the prompts share is computed once (``shared_prefix``).
 
     Returns:
-        ``(metrics, groups)``: ``metrics`` has one row per prompt pair (``item``, ``wording``,
-        ``order``, ``ppl_correct``, ``ppl_incorrect``, ``correct``, ``n_groups``, ``n_<cat>``,
-        ``plain_<cat>_ppl``, ``norm_<cat>_ppl``, ``plain_<cat>_s``, ``norm_<cat>_s``);
-        ``groups`` one row per aligned group (see :func:`align_groups`) with ``item``,
-        ``wording``, ``order``, ``ppl_correct``/``ppl_incorrect`` (group perplexities),
-        ``delta_ppl`` and ``delta_s``.
+        a :class:`PromptPairScores` (``.metrics``, ``.groups``, ``.scores``).
     """
     texts = list(dict.fromkeys(t for pp in prompt_pairs for t in (pp.correct, pp.incorrect)))
     scores = dict(zip(texts, token_scores(lm, texts, bos_policy="bos", **kwargs)))
@@ -287,5 +284,4 @@ def score_prompt_pairs(lm, prompt_pairs: list[PromptPair], *, return_scores: boo
         g["delta_ppl"] = g["ppl_incorrect"] - g["ppl_correct"]
         g["delta_s"] = g["s_incorrect"] - g["s_correct"]
         tables.append(g)
-    out = pd.DataFrame(rows), pd.concat(tables, ignore_index=True)
-    return (*out, scores) if return_scores else out
+    return PromptPairScores(pd.DataFrame(rows), pd.concat(tables, ignore_index=True), scores)

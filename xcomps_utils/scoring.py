@@ -435,8 +435,8 @@ def score_encoded(lm: LanguageModel, encoded: list[Encoded], *, texts: list[str]
         raise ValueError(f"batch_size must be >= 1 or None, got {batch_size}")
     token_budget = resolve_token_budget(lm, token_budget)
     logprobs: dict[int, np.ndarray] = {}
-    todo = [i for i in range(len(texts)) if i not in logprobs]
-    bar = tqdm(total=len(texts), initial=len(texts) - len(todo), unit="text", disable=not progress,
+    todo = list(range(len(texts)))
+    bar = tqdm(total=len(texts), unit="text", disable=not progress,
                desc=progress if isinstance(progress, str) else "scoring")
 
     def finish(indices, results):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .claims import bootstrap_means
+
 __all__ = ["wilson_interval", "accuracy_table", "MIN_ITEMS"]
 
 #: fewer shared items than this and the item bootstrap gives no interval (NaN): see
@@ -79,8 +81,6 @@ def accuracy_table(scored: pd.DataFrame, by: str | list[str] = "task",
         elif shared and dec[item].nunique() < MIN_ITEMS:
             lo, hi = float("nan"), float("nan")  # too few items for a bootstrap interval
         elif shared:
-            from .claims import bootstrap_means
-
             _, lo, hi, _ = bootstrap_means(dec.assign(correct=dec["correct"].astype(float)),
                                            "correct", item, None, lambda m, _: m[:, 0],
                                            n_boot=n_boot, seed=seed, confidence=confidence)

@@ -54,6 +54,7 @@ import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
 
 from . import __version__
+from .data import file_sha256
 
 __all__ = ["MEASURE_SCHEMA", "MEASURE_COLUMNS", "Store", "Run", "StoreError", "run_id"]
 
@@ -90,21 +91,13 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _atomic_write(path: Path, write) -> dict:
     """Write through ``write(tmp)`` to a unique temporary name, rename into place; returns
     ``{"bytes", "sha256"}`` of what was written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     write(tmp)
-    info = {"bytes": tmp.stat().st_size, "sha256": _sha256(tmp)}
+    info = {"bytes": tmp.stat().st_size, "sha256": file_sha256(tmp)}
     os.replace(tmp, path)
     return info
 
@@ -425,7 +418,7 @@ class Store:
             return None
         if st.st_size < rec["bytes"]:
             return f"truncated ({st.st_size:,} of {rec['bytes']:,} bytes)"
-        if _sha256(path) != rec["sha256"]:
+        if file_sha256(path) != rec["sha256"]:
             return f"altered ({st.st_size:,} bytes, SHA-256 differs from the record)"
         try:
             rows = (pq.ParquetFile(path).metadata.num_rows if path.suffix == ".parquet"

@@ -125,7 +125,7 @@ def _grammar(name: str) -> Task:
             loader = lambda data_dir=None, verify=True, **_: grammar.load_turblimp(  # noqa: E731
                 rest, data_dir, verify)
         else:
-            files = (("sling", grammar._sling_files()[rest]),)
+            files = (("sling", grammar.sling_files()[rest]),)
             description = f"SLING {rest} (Mandarin Chinese)"
             loader = lambda data_dir=None, verify=True, **_: grammar.load_sling(  # noqa: E731
                 rest, data_dir, verify)

@@ -30,6 +30,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 __all__ = ["token_spans", "token_boundaries", "word_spans", "token_word_index",
            "word_surprisals"]
@@ -198,26 +200,18 @@ def token_word_index(text: str, offsets, words=None) -> tuple[list[tuple[int, in
         else:
             touched[i] = [prev]
     # words that share a token are one unit (a token is never split)
-    parent = list(range(len(spans)))
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    for ws in touched:
-        for w in ws[1:]:
-            ra, rb = find(ws[0]), find(w)
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
-    roots = sorted({find(w) for ws in touched for w in ws})
+    n = len(spans)
+    links = np.array([(ws[0], w) for ws in touched for w in ws], dtype=np.int64).reshape(-1, 2)
+    label = connected_components(coo_matrix((np.ones(len(links)), (links[:, 0], links[:, 1])),
+                                            (n, n)), directed=False)[1]
+    first = np.array(pd.Series(np.arange(n)).groupby(label).transform("min"))  # its first word
+    roots = sorted({int(first[w]) for ws in touched for w in ws})
     unit_of_root = {r: k for k, r in enumerate(roots)}
     units = []
     for r in roots:
-        members = [k for k in range(len(spans)) if find(k) == r]
+        members = np.flatnonzero(first == r)
         units.append((spans[members[0]][0], spans[members[-1]][1]))
-    index = np.array([unit_of_root[find(ws[0])] for ws in touched], dtype=np.int64)
+    index = np.array([unit_of_root[int(first[ws[0]])] for ws in touched], dtype=np.int64)
     return units, index
 
 

@@ -1,0 +1,150 @@
+"""The package's layers, read from its source with ``ast`` (nothing is imported).
+
+* **loaders** read pairs from files: :data:`LOADERS`;
+* **methods** score, encode, probe and store: :data:`METHODS`;
+* **analysis** turns results into a paper's tables and claims: :data:`ANALYSIS` (the claims
+  machinery and the per-paper modules) and the chapters' helpers.
+
+Every import between package modules is counted, at the top of a module or inside a function
+(``from .x import y``, ``from . import x``, ``from xcomps_utils.x import y``,
+``import xcomps_utils.x``). The module graph must have no cycle; no module may import another
+module's private name (``_x``, as ``from .x import _y`` or as ``x._y`` on an imported module);
+loaders import only loaders; loaders and methods import no analysis module.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "xcomps_utils"
+
+LOADERS = {"paths", "data", "xcomps", "grammar", "tasks", "nonsense"}
+METHODS = {"encoding", "models", "scoring", "words", "meta", "perplexity", "neuro", "probing",
+           "precision", "decompose", "methods", "store", "results"}
+ANALYSIS = {"claims", "stats", "consistency", "concept_prior", "xcomps_paper", "perplexity_paper",
+            "grammar_study", "exercises", "explorer", "plots", "chapters"}
+
+
+def _sources(package: Path = PACKAGE) -> dict[str, str]:
+    return {p.stem: p.read_text(encoding="utf-8") for p in sorted(package.glob("*.py"))}
+
+
+def imports(sources: dict[str, str]) -> dict[str, dict[str, set[str]]]:
+    """``{module: {imported module: names taken from it}}`` for every package module: the
+    names of ``from .x import a, b`` and the attributes read off ``from . import x`` /
+    ``import xcomps_utils.x`` (``x.a``)."""
+    out = {}
+    for mod, src in sources.items():
+        tree = ast.parse(src, filename=f"{mod}.py")
+        deps: dict[str, set[str]] = {}
+        aliases: dict[str, str] = {}  # local name -> package module
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                inside = node.level == 1 or (node.level == 0 and node.module is not None and (
+                    node.module == "xcomps_utils" or node.module.startswith("xcomps_utils.")))
+                if not inside:
+                    continue
+                base = (node.module or "").removeprefix("xcomps_utils").lstrip(".")
+                if base:
+                    deps.setdefault(base.split(".")[0], set()).update(a.name for a in node.names)
+                else:  # from . import x / from xcomps_utils import x
+                    for a in node.names:
+                        if a.name in sources and a.name != "__init__":
+                            deps.setdefault(a.name, set())
+                            aliases[a.asname or a.name] = a.name
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("xcomps_utils."):
+                        target = a.name.split(".")[1]
+                        deps.setdefault(target, set())
+                        if a.asname:
+                            aliases[a.asname] = target
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in aliases):
+                deps[aliases[node.value.id]].add(node.attr)
+        deps.pop(mod, None)
+        out[mod] = {d: names for d, names in deps.items() if d in sources}
+    return out
+
+
+def cycle(graph: dict[str, dict]) -> list[str] | None:
+    """A cycle of the import graph (``[a, b, ..., a]``), or None."""
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    path: list[str] = []
+
+    def visit(m):
+        state[m] = 1
+        path.append(m)
+        for d in sorted(graph.get(m, {})):
+            if state.get(d) == 1:
+                return path[path.index(d):] + [d]
+            if d not in state:
+                found = visit(d)
+                if found:
+                    return found
+        path.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if m not in state:
+            found = visit(m)
+            if found:
+                return found
+    return None
+
+
+def private_imports(graph) -> list[str]:
+    return sorted(f"{m} imports {d}.{n}" for m, deps in graph.items() for d, names in deps.items()
+                  for n in names if n.startswith("_") and not n.startswith("__"))
+
+
+def layer_violations(graph) -> list[str]:
+    bad = [f"loader {m} imports {d} (not a loader)" for m in LOADERS & set(graph)
+           for d in graph[m] if d not in LOADERS]
+    bad += [f"{m} imports the analysis module {d}" for m in (LOADERS | METHODS) & set(graph)
+            for d in graph[m] if d in ANALYSIS]
+    return sorted(bad)
+
+
+GRAPH = imports(_sources())
+
+
+def test_every_module_is_in_a_layer():
+    """A new module must be placed in a layer here (or be a front end: cli, sweep, ...)."""
+    front = {"__init__", "cli", "sweep", "planner", "ray_executor", "config", "params"}
+    assert set(GRAPH) - LOADERS - METHODS - ANALYSIS - front == set()
+
+
+def test_no_import_cycle():
+    assert cycle(GRAPH) is None, f"import cycle: {' -> '.join(cycle(GRAPH))}"
+
+
+def test_no_private_name_is_imported_across_modules():
+    assert private_imports(GRAPH) == []
+
+
+def test_loaders_and_methods_do_not_import_analysis():
+    assert layer_violations(GRAPH) == []
+
+
+# --- the checks find what they look for -------------------------------------------------------
+
+@pytest.mark.parametrize("sources, check, expected", [
+    ({"data": "from . import xcomps\n", "xcomps": "def f():\n    from .data import read\n"},
+     lambda g: cycle(g), ["data", "xcomps", "data"]),
+    ({"a": "from .b import _hidden\n", "b": ""}, private_imports, ["a imports b._hidden"]),
+    ({"a": "from . import b as B\nB._load()\n", "b": ""}, private_imports, ["a imports b._load"]),
+    ({"a": "import xcomps_utils.b\n", "b": "from xcomps_utils import a\n"},
+     lambda g: cycle(g), ["a", "b", "a"]),
+    ({"scoring": "def f():\n    from .claims import correct\n", "claims": ""},
+     layer_violations, ["scoring imports the analysis module claims"]),
+    ({"xcomps": "from .scoring import token_scores\n", "scoring": ""}, layer_violations,
+     ["loader xcomps imports scoring (not a loader)"]),
+])
+def test_the_checks_find_a_planted_violation(sources, check, expected):
+    assert check(imports(sources)) == expected
