@@ -11,7 +11,7 @@ import torch
 import yaml
 from click.testing import CliRunner
 
-from xcomps_utils import cli, data, methods, params, store as S, tasks
+from xcomps_utils import cli, data, methods, params, planner, store as S, tasks
 from xcomps_utils.encoding import check_pair_texts, context_length, text_problem
 
 CLI = [sys.executable, "-m", "xcomps_utils.cli"]
@@ -140,9 +140,8 @@ def test_unknown_model_in_sweep_dry_run(tmp_path):
 def test_repeated_tasks_are_run_once(data_dir):
     """Repro 8: `--task dust,dust` was not de-duplicated."""
     assert cli._split(("dust,dust", "blimp_anaphor,dust")) == ["dust", "blimp_anaphor"]
-    ((ms, pairs, _),) = cli._pairs(["direct"], cli._split(("dust,dust",)), [], "sample", None,
-                                   5, 0)
-    assert len(pairs) == 5 and pairs.pair_id.is_unique
+    (one,) = planner.select(["direct"], cli._split(("dust,dust",)), n_pairs=5)
+    assert len(one.pairs) == 5 and one.pairs.pair_id.is_unique
 
 
 def test_unknown_blimp_phenomenon_never_suggests_nothing():

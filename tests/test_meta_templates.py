@@ -185,7 +185,7 @@ def test_every_language_of_the_table_has_a_valid_template():
         assert set(t) == set(meta.TEMPLATE_FIELDS), lang
         assert t["question"].count("{") == 3, lang
         assert "native speaker" in t["review"] and "Hu & Levy (2023)" in t["source"], lang
-        assert xcomps.meta_template(lang) == t
+        assert meta.meta_template(lang) == t
     assert [lang for lang, t in sorted(templates.items()) if not t["space"]] == ["ja", "zh"]
     table = meta.meta_template_table()
     assert len(table) == 18 and table.loc["ar", "language"] == "Arabic"
@@ -229,7 +229,7 @@ def test_a_language_without_a_template_is_named(tmp_path):
     path = _write(tmp_path, lambda t: t.pop("uk"))
     assert "uk" not in meta.load_meta_templates(path)
     with pytest.raises(DataError, match=r"no metalinguistic template for language 'uk'"):
-        xcomps.meta_template("uk", path)
+        meta.meta_template("uk", path)
     bad = tmp_path / "broken.json"
     bad.write_text('{"templates": {"en": ', encoding="utf-8")
     with pytest.raises(DataError, match=r"broken.json: malformed JSON at line 1"):
@@ -264,7 +264,7 @@ def test_a_language_without_a_template_is_named(tmp_path):
     ("en", "", "robin", "robin"),
 ])
 def test_option_text(lang, prefix, concept, want):
-    assert meta.option_text(prefix, concept, xcomps.meta_template(lang)) == want
+    assert meta.option_text(prefix, concept, meta.meta_template(lang)) == want
 
 
 # --- upstream-shaped files in all 18 languages ---------------------------------------------------

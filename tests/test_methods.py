@@ -6,7 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils import probing, methods, params, scoring, store as S, tasks, xcomps
+from click.testing import CliRunner
+
+from xcomps_utils import (cli, config, models, planner, probing, methods, params, scoring,
+                          store as S, sweep as SW, tasks, xcomps)
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +43,8 @@ def test_complete_run_is_read_without_loading_a_model(lm, blimp, tmp_path, monke
     def no_loading(*args):
         raise AssertionError("a model was loaded although the store holds the run")
 
-    monkeypatch.setattr(methods, "_load", no_loading)
+    planner.load.cache_clear()
+    monkeypatch.setattr(planner, "load", no_loading)
     again = methods.run("smollm2-135m-instruct", blimp, ["direct"], store=tmp_path,
                         device="cpu", dtype="float32", progress=False)
     assert again.computed == {"direct": 0} and again.model is None
@@ -137,3 +141,87 @@ def test_chapter_parameters_are_checked_by_name():
         params.check(values, n="int>=1|None")
     with pytest.raises(params.ParameterError, match="'langs' must be a non-empty list"):
         params.check(values, langs="list[str]")
+
+
+# --- one planner: the run key is defined once, and stays what it was ---------------------------
+
+#: Run ids recorded before the planner (commit 82df8a8) for these selections: SmolLM2-135M on a
+#: CPU in float32, BLiMP anaphor 3 pairs (seed 0), XCOMPS sample en+de 2 items. The key (so the
+#: id) must not change, so that existing stores are read, not recomputed.
+RECORDED = {
+    ("tasks", "direct"): "direct-smollm2-135m-instruct-992acc835242",
+    ("tasks", "neuro"): "neuro-smollm2-135m-instruct-ed971281a746",
+    ("tasks", "token_ppl"): "token_ppl-smollm2-135m-instruct-2045547f6bc3",
+    ("languages", "direct"): "direct-smollm2-135m-instruct-4eab23867270",
+    ("languages", "meta"): "meta-smollm2-135m-instruct-bd87f74ffb36",
+}
+
+
+def _ids(sets, tmp_path):
+    specs = planner.plan("smollm2-135m-instruct", sets, store=tmp_path, device="cpu",
+                         dtype="float32")
+    return {s.method: s.run_id(planner.identity(s)) for s in specs}
+
+
+def test_recorded_run_ids_are_kept_without_loading_a_model(data_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(planner, "load", lambda *a: pytest.fail("a model was loaded"))
+    got = _ids(planner.select(["direct", "neuro", "token_ppl"], ["blimp_anaphor"], n_pairs=3),
+               tmp_path)
+    got_x = _ids(planner.select(["direct", "meta"], languages=["en", "de"],
+                                items_per_language=2), tmp_path)
+    assert {("tasks", m): r for m, r in got.items()} | {
+        ("languages", m): r for m, r in got_x.items()} == RECORDED
+
+
+def test_methods_run_cli_and_sweep_give_the_same_run_id(lm, data_dir, tmp_path):
+    """One definition of the key: the three entry points of one selection make one run."""
+    pairs = tasks.sample(["blimp_anaphor"], 3, 0)
+    res = methods.run(lm, pairs, "direct", store=tmp_path, progress=False)
+    assert res.runs["direct"] == RECORDED[("tasks", "direct")]
+    r = CliRunner().invoke(cli.main, ["run", "direct", "--tasks", "blimp_anaphor", "--n-pairs",
+                                      "3", "--device", "cpu", "--dtype", "float32", "--store",
+                                      str(tmp_path), "--quiet"])
+    assert r.exit_code == 0, r.output
+    assert f"{RECORDED[('tasks', 'direct')]}: 3 pairs, read from the store" in r.output
+    sweep = SW.parse_sweep({"models": ["smollm2-135m-instruct"], "methods": ["direct"],
+                            "device": "cpu", "dtype": "float32",
+                            "data": [{"tasks": ["blimp_anaphor"], "n_pairs": 3}]})
+    res = SW.run_sweep(sweep, executor="local", store=tmp_path, progress=False)
+    assert res.runs.run.tolist() == [RECORDED[("tasks", "direct")]]
+    assert res.runs.computed.tolist() == [0]
+    prov = S.Store(tmp_path).run(res.runs.run[0]).record["provenance"]["data_sha256"]
+    assert prov == tasks.checksums(["blimp_anaphor"])  # no caller passed checksums
+
+
+def test_xcomps_language_is_a_task(data_dir):
+    de = tasks.sample(["xcomps:de"], 5, 0)
+    assert len(de) == 5 and set(de.task) == {"xcomps:de"} and set(de.lang) == {"de"}
+    assert {"property_phrase", "acceptable_concept"} <= set(de.columns)  # Meta can run
+    with pytest.raises(Exception, match=r"unknown XCOMPS language 'dee'.*did you mean"):
+        tasks.get("xcomps:dee")
+    assert tasks.get("xcomps:ar").files == (("xcomps", "comps_ar.json"),)
+    sets = planner.select(["direct", "meta"], ["xcomps:de"], n_pairs=4)
+    assert [s.methods for s in sets] == [["direct", "meta"]]
+    sweep = SW.parse_sweep({"models": ["smollm2-135m-instruct"], "methods": ["meta"],
+                            "data": [{"tasks": ["xcomps:de"], "n_pairs": 4}]})
+    assert sweep.data[0].tasks == ["xcomps:de"]
+
+
+def test_declarations_drive_choices_and_messages():
+    run = cli.main.commands["run"]
+    choice = {p.name: p.type.choices for p in run.params if hasattr(p.type, "choices")}
+    assert list(choice["methods"]) == list(config.METHODS) == list(methods.METHODS)
+    assert list(choice["dtype"]) == list(config.DTYPES)
+    assert list(choice["bos_policy"]) == list(config.bos_policies())
+    assert list(choice["source"]) == list(config.SOURCES)
+    sw = {p.name: p.type.choices for p in cli.main.commands["sweep"].params
+          if hasattr(p.type, "choices")}
+    assert list(sw["executor"]) == list(config.EXECUTORS)
+    with pytest.raises(ValueError, match=r"run parameters: n_splits: 1 is not an integer >= 2; "
+                                         r"allowed: an integer >= 2"):
+        methods.run("smollm2-135m-instruct", pd.DataFrame(), "neuro", n_splits=1)
+    with pytest.raises(ValueError, match=r"bos_policy: 'bos2' is not allowed; allowed: bos, "):
+        methods.run("smollm2-135m-instruct", pd.DataFrame(), "direct", bos_policy="bos2")
+    with pytest.raises(SW.SweepError, match=r"x\.yaml: wordings: 3 is not a non-empty list"):
+        SW.parse_sweep({"models": ["m"], "methods": ["direct"], "wordings": 3,
+                        "data": [{"tasks": ["dust"]}]}, file="x.yaml")

@@ -1,6 +1,7 @@
 """Sweeps (models x data x methods) on a local Ray and in one process: the same runs as
 `xcomps-study run`, every shard written once however workers die, resumable, validated."""
 
+import os
 import sys
 import threading
 
@@ -10,7 +11,8 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from xcomps_utils import cli, methods, store as S, sweep as SW, xcomps
+from xcomps_utils import methods, planner, ray_executor as RE, store as S, sweep as SW, xcomps
+from xcomps_utils import cli
 
 ID = ["run", "method", "dataset", "task", "lang", "subset", "pair_id", "item", "wording", "order",
       "layer", "measure"]
@@ -124,12 +126,14 @@ def test_plan_selects_the_pairs_xcomps_study_run_selects(tmp_path, data_dir):
     assert [(s.model, s.method, s.n_shards) for s in specs] == [
         ("smollm2-135m-instruct", "direct", 1), ("smollm2-135m-instruct", "token_ppl", 3),
         ("gemma-3-270m", "direct", 1), ("gemma-3-270m", "token_ppl", 3)]
-    for (ms, p, datasets), spec in zip(cli._pairs(["direct", "token_ppl"], ["blimp_anaphor"], [],
-                                                  "sample", None, 5, 0), specs):
-        assert spec.method in ms and spec.datasets == datasets
-        assert spec.used.pair_id.tolist() == methods.prepare_pairs(p).pair_id.tolist()
-        assert spec.key_rest["pairs_sha256"] == methods._pairs_sha256(
-            methods.prepare_pairs(p), methods._USES[spec.method])
+    sets = planner.select(["direct", "token_ppl"], ["blimp_anaphor"], n_pairs=5)
+    same = planner.plan(["smollm2-135m-instruct"], sets, store=tmp_path / "store",
+                        shard_size={"token_ppl": 2})
+    for a, b in zip(same, specs):
+        assert a.key_rest == b.key_rest and a.datasets == b.datasets  # one key, one provenance
+        assert a.used.pair_id.tolist() == b.used.pair_id.tolist()
+    assert specs[0].datasets == {"blimp/anaphor_gender_agreement.jsonl": specs[0].datasets[
+        "blimp/anaphor_gender_agreement.jsonl"]}  # derived from the pairs' task
     out = CliRunner().invoke(cli.main, ["sweep", str(_file(tmp_path)), "--dry-run"])
     assert out.exit_code == 0 and "1 runs, 4 shards" in out.output
 
@@ -146,7 +150,7 @@ def test_racing_attempts_of_a_shard_one_writes_the_other_is_a_no_op(tmp_path):
         rows = pd.DataFrame([{c: "" for c in S.MEASURE_COLUMNS}]).assign(layer=-1, value=k)
         big = {"direct_tokens": pd.DataFrame({"x": np.arange(200_000) + k})}  # a slow write
         barrier.wait()
-        won[k] = SW.commit_shard(run, 0, rows, big)
+        won[k] = run.commit_shard(0, rows, big)
 
     threads = [threading.Thread(target=attempt, args=(k,)) for k in range(n)]
     for t in threads:
@@ -159,7 +163,7 @@ def test_racing_attempts_of_a_shard_one_writes_the_other_is_a_no_op(tmp_path):
     assert m.value.tolist() == [winners[0]]
     assert st.detail(run.id, "direct_tokens").x.iloc[0] == winners[0]  # files of the winner
     assert run.done() == {"shard-00000"}
-    assert not SW.commit_shard(run, 0, m.drop(columns="run"))  # later: a no-op, no StoreError
+    assert not run.commit_shard(0, m.drop(columns="run"))  # later: a no-op, no StoreError
 
 
 # --- Ray ------------------------------------------------------------------------------------------
@@ -183,14 +187,42 @@ def test_ray_sweep_equals_the_single_process_run(ray_local, reference, tmp_path)
     assert again.exit_code == 0 and again.output.count("read from the store") == 2
 
 
-def test_killed_worker_loses_nothing_and_duplicates_nothing(ray_local, reference, tmp_path):
+class _FilesThenExit(RE.Replica):
+    """A replica whose shard ``shard`` writes its files, not its done marker, then dies (as a
+    worker killed between them would), once: while the file ``once`` exists."""
+
+    def __init__(self, *args, shard=1, once="", **kw):
+        super().__init__(*args, **kw)
+        from xcomps_utils import store as S_
+
+        write = S_.Run.write_shard
+
+        def faulty(run, i, measures=None, details=None, seconds=None):
+            write(run, i, measures, details, seconds)
+            if i == shard and os.path.exists(once):
+                os.unlink(once)
+                (run.folder / "done" / S_._shard_name(i)).unlink()
+                os._exit(17)
+
+        S_.Run.write_shard = faulty
+
+
+def test_killed_worker_loses_nothing_and_duplicates_nothing(ray_local, reference, tmp_path,
+                                                            monkeypatch):
     """The replica computing shard 1 dies (os._exit) mid-shard: after writing the shard's files,
     before its done marker. Ray restarts it and retries the shard, which is written once."""
+    import functools
+
+    import ray
+
     once = tmp_path / "kill-once"
     once.touch()
-    fault = SW._Fault("files", "direct", shard=1, action="exit", once=str(once))
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    faulty = type("Faulty", (_FilesThenExit,), {"__init__": functools.partialmethod(
+        _FilesThenExit.__init__, shard=1, once=str(once))})
+    monkeypatch.setattr(RE, "Replica", faulty)
     res = SW.run_sweep(SW.load_sweep(_file(tmp_path, ray={"max_retries": 2})),
-                       store=tmp_path / "store", progress=False, _fault=fault)
+                       store=tmp_path / "store", progress=False)
     assert not once.exists()  # the worker was killed
     assert res.executor == "ray" and res.runs.status.tolist() == ["complete"]
     assert res.runs.run.tolist() == [reference.runs["direct"]]
@@ -204,11 +236,11 @@ def test_killed_worker_loses_nothing_and_duplicates_nothing(ray_local, reference
 def test_two_replicas_racing_on_one_shard_write_it_once(ray_local, tmp_path):
     ray = ray_local
     (spec,) = SW.plan(SW.load_sweep(_file(tmp_path)), tmp_path / "store")
-    info = SW.Replica().open(spec, spec.used)
-    actors = [ray.remote(SW.Replica).options(num_cpus=1).remote() for _ in range(2)]
+    info = RE.Replica().open(spec, spec.used)
+    actors = [ray.remote(RE.Replica).options(num_cpus=1).remote() for _ in range(2)]
     ref = [ray.put(spec.used)]
     outcome = ray.get([a.shard.remote(spec.light(), info["run"], 0, ref) for a in actors])
-    assert sorted(outcome) in (["lost", "written"], ["done", "written"])
+    assert sorted(outcome) == ["done", "written"]
     st = S.Store(tmp_path / "store")
     assert st.run(info["run"]).done() == {"shard-00000"}
     assert not st.measures([info["run"]]).duplicated(ID).any()
@@ -238,16 +270,39 @@ def test_neuro_probes_run_once_after_the_state_shards(ray_local, lm, tmp_path):
 # --- interrupted sweeps, and no Ray -------------------------------------------------------------
 
 @pytest.mark.parametrize("stage", ["open", "compute", "files", "finish"])
-def test_interrupted_sweep_resumes_from_finished_shards(lm, reference, tmp_path, stage):
-    """Interrupted after opening the run, after computing shard 2, between shard 2's files and
-    its marker, or after the last shard: the next sweep computes only what is missing."""
-    once = tmp_path / "once"
-    once.touch()
+def test_interrupted_sweep_resumes_from_finished_shards(lm, reference, tmp_path, stage,
+                                                        monkeypatch):
+    """Interrupted after opening the run, while computing shard 2, between shard 2's files and
+    its marker, or after the last shard: the next sweep computes only what is missing. The
+    interruptions are injected by monkeypatching the steps of a run."""
     sweep = SW.load_sweep(_file(tmp_path, executor="local"))
-    fault = SW._Fault(stage, "direct", shard=None if stage in ("open", "finish") else 2,
-                      action="raise", once=str(once))
+
+    def interrupt(*args, **kw):
+        raise KeyboardInterrupt(f"test: interrupted at {stage}")
+
+    if stage == "open":
+        opened = planner.open_run
+        monkeypatch.setattr(planner, "open_run", lambda *a: (opened(*a), interrupt())[0])
+    elif stage == "compute":
+        compute = methods.SHARD["direct"]
+        monkeypatch.setitem(methods.SHARD, "direct", lambda lm, shard, p: (
+            interrupt() if shard.pair_id.iloc[0] == sweep_pairs[2 * SHARD] else
+            compute(lm, shard, p)))
+    elif stage == "files":
+        write = S.Run.write_shard
+
+        def files_only(run, i, *a, **kw):
+            write(run, i, *a, **kw)
+            if i == 2:
+                (run.folder / "done" / S._shard_name(i)).unlink()
+                interrupt()
+        monkeypatch.setattr(S.Run, "write_shard", files_only)
+    else:
+        monkeypatch.setattr(planner, "finish", interrupt)
+    sweep_pairs = SW.plan(sweep, tmp_path / "store")[0].used.pair_id.tolist()
     with pytest.raises(KeyboardInterrupt):
-        SW.run_sweep(sweep, store=tmp_path / "store", progress=False, _fault=fault)
+        SW.run_sweep(sweep, store=tmp_path / "store", progress=False)
+    monkeypatch.undo()
     st = S.Store(tmp_path / "store")
     (rid,) = st.runs().run
     assert st.runs().status.tolist() == ["running"]

@@ -15,6 +15,7 @@ import sys
 import click
 
 from . import __version__
+from .config import DTYPES, EXECUTORS, METHODS, SOURCES, bos_policies
 
 STORE_HELP = "results store folder (created if missing)"
 
@@ -100,12 +101,12 @@ def main(debug):
 
 @main.command("run")
 @click.argument("methods", nargs=-1, required=True,
-                type=click.Choice(["direct", "meta", "neuro", "token_ppl"]))
-@click.option("--task", "tasks_", multiple=True, metavar="NAME[,NAME]",
-              help="minimal-pair task(s); see `xcomps-study tasks`")
+                type=click.Choice(list(METHODS)))
+@click.option("--task", "--tasks", "tasks_", multiple=True, metavar="NAME[,NAME]",
+              help="minimal-pair task(s), xcomps:<lang> among them; see `xcomps-study tasks`")
 @click.option("--languages", multiple=True, metavar="ISO[,ISO]",
               help="XCOMPS languages (instead of --task)")
-@click.option("--source", type=click.Choice(["sample", "upstream"]), default="sample",
+@click.option("--source", type=click.Choice(list(SOURCES)), default="sample",
               show_default=True, help="XCOMPS data: the project's sample or the pinned upstream")
 @click.option("--items-per-language", type=click.IntRange(min=1), default=None,
               help="XCOMPS concept-property items per language (default: all)")
@@ -114,11 +115,11 @@ def main(debug):
 @click.option("--model", default="smollm2-135m-instruct", show_default=True,
               help="embedded name, local folder or Hugging Face id")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:1, ...")
-@click.option("--dtype", type=click.Choice(["auto", "float32", "bfloat16", "float16"]),
+@click.option("--dtype", type=click.Choice(list(DTYPES)),
               default="auto", show_default=True)
 @click.option("--token-budget", type=_Budget(), default="auto", show_default=True,
               help="tokens per forward pass")
-@click.option("--bos-policy", type=click.Choice(["bos", "drop_first", "lm_eval"]), default="bos",
+@click.option("--bos-policy", type=click.Choice(list(bos_policies())), default="bos",
               show_default=True, help="Direct's first-token convention")
 @click.option("--use-chat-template", is_flag=True, help="Meta prompts through the chat template")
 @click.option("--wordings", multiple=True, metavar="ID[,ID]",
@@ -141,71 +142,42 @@ def run_cmd(methods, tasks_, languages, source, items_per_language, n_pairs, mod
     if quiet:
         _quiet_loading()
     from . import methods as M
+    from . import planner
     from .models import check_model, resolve_device_dtype
     from .store import Store
 
     tasks_, languages = _split(tasks_), _split(languages)
     if bool(tasks_) == bool(languages):
         raise click.UsageError("give either --task or --languages")
+    if languages and n_pairs is not None:
+        raise click.UsageError("--n-pairs is for tasks; XCOMPS samples whole items: use "
+                               "--items-per-language")
     methods = list(dict.fromkeys(methods))
+    if "meta" in methods and not all(t.startswith("xcomps:") for t in tasks_):
+        raise click.UsageError("meta needs XCOMPS pairs: use --languages (or --task xcomps:<lang>)")
     # before any data is read or model loaded: the model name, device, dtype and store
     check_model(model)
     resolve_device_dtype(device, dtype)
     Store(store)
-    batches = _pairs(methods, tasks_, languages, source, items_per_language, n_pairs, seed)
-    for ms, pairs, datasets in batches:
-        res = M.run(model, pairs, ms, store=store, device=device, dtype=dtype,
+    for s in planner.select(methods, tasks_, languages, source, items_per_language, n_pairs,
+                            seed):
+        res = M.run(model, s.pairs, s.methods, store=store, device=device, dtype=dtype,
                     bos_policy=bos_policy, token_budget=token_budget,
                     use_chat_template=use_chat_template,
                     wordings=_split(wordings) or "all", shard_size=shard_size, seed=seed,
-                    datasets=datasets, progress=not quiet, truncate=truncate)
-        for m in ms:
+                    progress=not quiet, truncate=truncate)
+        for m in s.methods:
             how = (f"computed {res.computed[m]} shard(s)" if res.computed[m]
                    else "read from the store")
-            click.echo(f"{res.runs[m]}: {len(pairs)} pairs, {how}")
-        summary = _summary(res.measures)
+            click.echo(f"{res.runs[m]}: {len(s.pairs)} pairs, {how}")
+        summary = planner.summary(res.measures)
         if len(summary):
             click.echo(summary.to_string(index=False))
 
 
-def _pairs(methods, tasks_, languages, source, items_per_language, n_pairs, seed):
-    """``[(methods, pairs, data checksums)]``: one pair set per selection rule."""
-    from . import tasks, xcomps
-
-    if languages:
-        if n_pairs is not None:
-            raise click.UsageError("--n-pairs is for tasks; XCOMPS samples whole items: use "
-                                   "--items-per-language")
-        return [(methods, xcomps.load_languages(languages, source=source,
-                                                items_per_language=items_per_language,
-                                                seed=seed), {})]
-    if "meta" in methods:
-        raise click.UsageError("meta needs XCOMPS pairs: use --languages")
-    out = []
-    direct_like = [m for m in methods if m != "token_ppl"]
-    if direct_like:
-        out.append((direct_like, tasks.sample(tasks_, n_pairs, seed), tasks.checksums(tasks_)))
-    if "token_ppl" in methods:
-        out.append((["token_ppl"], tasks.sample(tasks_, n_pairs, seed, selection=True),
-                    tasks.checksums(tasks_)))
-    return out
-
-
-def _summary(measures):
-    """Accuracy per method and task (Direct, Meta: per pair; token_ppl: per prompt pair)."""
-    import pandas as pd
-
-    per_pair = (measures.method == "token_ppl") | (measures.order == "")  # Meta: both orders
-    m = measures[(measures.measure == "correct") & per_pair]
-    if not len(m):
-        return pd.DataFrame()
-    g = m.groupby(["method", "task", "lang"], sort=False)["value"]
-    return g.agg(n="size", accuracy="mean").reset_index().round({"accuracy": 3})
-
-
 @main.command("sweep")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--executor", type=click.Choice(["auto", "ray", "local"]), default=None,
+@click.option("--executor", type=click.Choice(list(EXECUTORS)), default=None,
               help="override the file's executor (auto: Ray if installed, else one process)")
 @click.option("--address", default=None,
               help="Ray cluster to join (auto, ray://head:10001); default: the file's ray.address")
@@ -319,6 +291,8 @@ def tasks_cmd():
 
     click.echo(f"{'clams:<l>:<c>':15s} CLAMS agreement, l in {','.join(grammar.CLAMS_LANGUAGES)}, "
                f"c in {','.join(grammar.CLAMS_CONSTRUCTIONS)}")
+    click.echo(f"{'xcomps:<lang>':15s} XCOMPS, lang in {','.join(xcomps.SAMPLE_LANGUAGES)} "
+               f"(sample) and {','.join(xcomps.XCOMPS_LANGUAGES)} (upstream)")
     click.echo(f"{'turblimp:<p>':15s} TurBLiMP (Turkish): {','.join(grammar.turblimp_phenomena())}")
     click.echo(f"{'sling:<p>':15s} SLING (Chinese): {','.join(grammar.sling_paradigms())}")
     click.echo(f"\nXCOMPS languages (--languages): en + {','.join(xcomps.XCOMPS_LANGUAGES)}; "

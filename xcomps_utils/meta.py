@@ -40,10 +40,10 @@ __all__ = ["TEMPLATE_FIELDS", "PLACEHOLDERS", "LOWERCASE_RULES", "meta_templates
            "load_meta_templates", "meta_templates_sha256", "meta_template_table", "option_text",
            "build_meta_prompts", "score_meta", "meta_template"]
 
-#: Fields of a template and their types.
-TEMPLATE_FIELDS = {"question": str, "answer": str, "space": bool, "determiners": list,
-                   "lowercase": str, "lowercase_map": dict, "options": str, "source": str,
-                   "review": str}
+from .config import Invalid, MetaTemplate, nested  # noqa: E402 - the template's declaration
+
+#: Fields of a template (their types: :class:`xcomps_utils.config.MetaTemplate`).
+TEMPLATE_FIELDS = tuple(MetaTemplate.model_fields)
 #: The placeholders of a question, each exactly once.
 PLACEHOLDERS = ("property_phrase", "option_1", "option_2")
 #: How a prefix's sentence-initial capital is undone.
@@ -65,20 +65,18 @@ def _braces(text: str) -> bool:
 
 
 def _validate(path, lang: str, t) -> dict:
+    """The template ``t`` if it is valid: the declared fields and types
+    (:class:`xcomps_utils.config.MetaTemplate`), then the placeholders, braces and rules.
+
+    Raises:
+        DataError: names the file, the language and the field.
+    """
     where = f"{path}, language {lang!r}"
-    if not isinstance(t, dict):
-        raise DataError(f"{where}: expected an object, got {type(t).__name__}")
-    for field, kind in TEMPLATE_FIELDS.items():
-        if field not in t:
-            raise DataError(f"{where}: missing field {field!r} (required: {list(TEMPLATE_FIELDS)})")
-        if not isinstance(t[field], kind):
-            raise DataError(f"{where}, field {field!r}: expected {kind.__name__}, "
-                            f"got {type(t[field]).__name__}")
-        if kind is str and not t[field].strip():
-            raise DataError(f"{where}, field {field!r}: empty")
-    extra = sorted(set(t) - set(TEMPLATE_FIELDS))
-    if extra:
-        raise DataError(f"{where}: unknown field(s) {extra} (allowed: {list(TEMPLATE_FIELDS)})")
+    try:
+        nested(MetaTemplate, t)
+    except Invalid as err:
+        raise DataError(f"{where}, field {err.field!r}: {err.problem}" if err.field
+                        else f"{where}: {err.problem}") from None
     q = t["question"]
     try:
         parsed = list(string.Formatter().parse(q))

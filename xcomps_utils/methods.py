@@ -47,36 +47,26 @@ resuming and keys is the store's.
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import json
 import tempfile
-import time
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
-from . import __version__
-from .encoding import BOS_POLICIES, check_pair_texts, fit_context
-from .models import LanguageModel, load_model, model_identity, resolve_device_dtype
-from .store import MEASURE_COLUMNS, Store, run_id
+from . import config
+from .encoding import check_pair_texts, fit_context
+from .models import LanguageModel
+from .planner import ID as _ID
+from .store import MEASURE_COLUMNS, Store
 
-__all__ = ["METHODS", "DEFAULT_SHARD_SIZE", "Results", "run", "wide", "prepare_pairs"]
+__all__ = ["METHODS", "DEFAULT_SHARD_SIZE", "SHARD", "Results", "run", "wide", "prepare_pairs",
+           "check_inputs", "probes", "ShardedStates"]
 
-METHODS = ("direct", "meta", "neuro", "token_ppl")
+#: The method names (declared in :data:`xcomps_utils.config.METHODS`).
+METHODS = tuple(config.METHODS)
 #: Pairs per shard (the unit of resuming): a shard is a few seconds to a minute on a CPU.
-DEFAULT_SHARD_SIZE = {"direct": 1000, "meta": 500, "neuro": 1000, "token_ppl": 50}
-_ID = ["dataset", "task", "lang", "subset", "pair_id", "item"]
-_USES = {
-    "direct": ["good", "bad"],
-    "meta": ["good", "bad", "property_phrase", "acceptable_concept", "unacceptable_concept",
-             "prefix_acceptable", "prefix_unacceptable"],
-    "neuro": ["good", "bad", "property", "acceptable_concept", "unacceptable_concept"],
-    "token_ppl": ["good", "bad", "good_pivots", "bad_pivots"],
-}
+DEFAULT_SHARD_SIZE = {m: d.shard_size for m, d in config.METHODS.items()}
 
 
 # --- pairs ---------------------------------------------------------------------------------------
@@ -110,13 +100,6 @@ def prepare_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
         raise ValueError(f"{int(dup.sum())} pairs share (dataset, task, lang, pair_id), e.g. "
                          f"{rows}; each pair needs its own id")
     return df
-
-
-def _pairs_sha256(pairs: pd.DataFrame, columns: list[str]) -> str:
-    cols = _ID + [c for c in columns if c in pairs]
-    values = pairs[cols].astype(object).to_numpy().tolist()
-    return hashlib.sha256(json.dumps([cols, values], default=lambda x: np.asarray(x).tolist(),
-                                     ensure_ascii=False).encode()).hexdigest()
 
 
 def _long(pairs: pd.DataFrame, method: str, values: dict, wording="", order="", layer=-1
@@ -264,7 +247,9 @@ class ShardedStates:
 _LAYER_MEASURES = ("f1", "balanced_accuracy", "mcc", "null_q95", "convergence_warnings")
 
 
-def _probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame:
+def probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame:
+    """Neuro's run-level step: the probes of every ``probe_by`` group over the run's state
+    shards (long measures, ``layer`` -1 for a group's summary)."""
     from .probing import DEFAULT_N_PERMUTATIONS, ProbeError, probe_pairs
 
     states = ShardedStates(store, rid)
@@ -304,62 +289,10 @@ def _probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFram
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=MEASURE_COLUMNS)
 
 
-_SHARD = {"direct": _direct, "meta": _meta, "token_ppl": _token_ppl, "neuro": _neuro}
-
-
-# --- the entry point -----------------------------------------------------------------------------
-
-class _Model:
-    """A model given by name is loaded only when some run has to be computed."""
-
-    def __init__(self, model, device, dtype, revision):
-        self.lm = model if isinstance(model, LanguageModel) else None
-        self.args = (model, device, dtype, revision)
-        if self.lm is not None:
-            self.identity = self.lm.identity()
-        else:
-            if not isinstance(model, str):
-                raise TypeError(f"model must be a name or a loaded LanguageModel, got "
-                                f"{type(model).__name__}")
-            self.identity = model_identity(model, revision, device, dtype)
-            if self.identity.get("model_revision") is None:  # only the loaded model knows
-                self.get()
-
-    def get(self) -> LanguageModel:
-        if self.lm is None:
-            self.lm = _load(*self.args)
-            self.identity = self.lm.identity()
-        return self.lm
-
-
-@functools.lru_cache(maxsize=1)
-def _load(name, device, dtype, revision) -> LanguageModel:
-    """The last model loaded by name stays loaded (a chapter runs several calls on it)."""
-    return load_model(name, device=device, dtype=dtype, revision=revision)
-
-
-def _parameters(method: str, p: dict) -> dict:
-    if method == "direct":
-        return {}
-    if method == "meta":
-        from .meta import meta_templates_sha256
-
-        return {"use_chat_template": p["use_chat_template"],
-                "templates_sha256": meta_templates_sha256()}
-    if method == "token_ppl":
-        return {"wordings": p["wordings"], "wordings_sha256": hashlib.sha256(
-            json.dumps(_wording_texts()).encode()).hexdigest()}
-    return {"probe_by": [list(b) for b in p["probe_by"]], "n_splits": p["n_splits"],
-            "inner_splits": p["inner_splits"], "seed": p["seed"],
-            "protocol": "item-whole concept-disjoint folds (training purged of test concepts), "
-                        "nested layer choice, label-permutation null (19, per language)",
-            "layers": "embedding + every block, last after the final norm"}
-
-
-def _wording_texts() -> dict:
-    from .perplexity import load_wordings
-
-    return load_wordings()
+#: The computation of one shard of each method: ``(model, pairs, parameters) -> (measures,
+#: details)``; a new method adds its function here and its declaration to
+#: :data:`xcomps_utils.config.METHODS`.
+SHARD = {"direct": _direct, "meta": _meta, "token_ppl": _token_ppl, "neuro": _neuro}
 
 
 @dataclass
@@ -419,7 +352,7 @@ def wide(measures: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _check_inputs(pairs: pd.DataFrame, methods: list[str], wordings, probe_by) -> None:
+def check_inputs(pairs: pd.DataFrame, methods: list[str], wordings, probe_by) -> None:
     """What can be checked of the pairs and parameters without a model.
 
     Raises:
@@ -428,7 +361,7 @@ def _check_inputs(pairs: pd.DataFrame, methods: list[str], wordings, probe_by) -
     """
     check_pair_texts(pairs, ("good", "bad"))
     if "meta" in methods:
-        need = [c for c in _USES["meta"] if c not in pairs]
+        need = [c for c in config.METHODS["meta"].uses if c not in pairs]
         if need:
             raise ValueError(f"Meta needs XCOMPS pairs (xcomps_utils.xcomps.load_languages); "
                              f"these lack {need}")
@@ -445,35 +378,19 @@ def _check_inputs(pairs: pd.DataFrame, methods: list[str], wordings, probe_by) -
                              f" are not columns of the pairs")
 
 
-def _fit(lm: LanguageModel, pairs: pd.DataFrame, methods: list[str], truncate=False
-         ) -> pd.DataFrame:
-    """:func:`~xcomps_utils.encoding.fit_context` for every method: a prompt of Meta or
-    token-level perplexity holds both texts of a pair."""
-    prompts = [m for m in methods if m in ("meta", "token_ppl")]
-    pairs = fit_context(lm, pairs, together=bool(prompts), truncate=truncate)
-    return pairs
-
-
-def _run_parameters(key: dict) -> dict:
-    """The method parameters of a run, from its key (to recompute a shard of it)."""
-    par = key.get("parameters", {})
-    return dict(bos_policy=key.get("bos_policy", "bos"), token_budget="auto", batch_size=None,
-                use_chat_template=par.get("use_chat_template", False),
-                wordings=par.get("wordings", "all"),
-                probe_by=par.get("probe_by", [["lang", "subset"], ["lang"]]),
-                n_splits=par.get("n_splits", 5), inner_splits=par.get("inner_splits", 3),
-                seed=par.get("seed", 0))
-
-
 def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
         store: str | Store | None = None, device="auto", dtype="auto", revision: str | None = None,
         bos_policy: str = "bos", token_budget: int | str | None = "auto",
         batch_size: int | None = None, shard_size: int | None = None,
         use_chat_template: bool = False, wordings="all",
         probe_by=(("lang", "subset"), ("lang",)), n_splits: int = 5, inner_splits: int = 3,
-        seed: int = 0, datasets: dict | None = None, progress: bool = True,
+        seed: int = 0, progress: bool = True,
         truncate: bool = False) -> Results:
     """Run methods over minimal pairs, through the results store.
+
+    The pairs' tasks name the data files read (their checksums go into the provenance, see
+    :func:`xcomps_utils.tasks.provenance`). The runs are :func:`xcomps_utils.planner.plan` of
+    this selection, executed in this process (:func:`xcomps_utils.planner.execute`).
 
     For each method, the run's key (model and weights identity, dtype, device kind, BOS policy,
     a SHA-256 of the pairs' identifiers and texts, the method's parameters, package version) names
@@ -502,7 +419,6 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
         probe_by: Neuro probe groups, each a list of pair columns (``[]``: one probe on all).
         n_splits, inner_splits, seed: Neuro's outer and inner (layer choice) cross-validation
             folds and seed (:func:`xcomps_utils.probing.probe_pairs`).
-        datasets: ``{file: sha256}`` of the data files read (recorded in the provenance).
         progress: a tqdm bar per method (pairs done).
         truncate: cut texts longer than the model's context (with a warning; the run's key
             follows the cut texts) instead of failing. The model is loaded to count tokens.
@@ -524,6 +440,8 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
         StoreError: the store is a file or not writable, or a run it holds is damaged (see
             :meth:`xcomps_utils.store.Store.verify`).
     """
+    from . import planner
+
     if methods is None or not isinstance(methods, (str, list, tuple, set)):
         raise ValueError(f"methods must be a method name or a list of them, any of "
                          f"{list(METHODS)}; got {methods!r}")
@@ -531,103 +449,51 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
     unknown = [m for m in methods if m not in METHODS]
     if unknown or not methods:
         raise ValueError(f"unknown method(s) {unknown or methods}; use any of {list(METHODS)}")
-    if bos_policy not in BOS_POLICIES:
-        raise ValueError(f"unknown bos_policy {bos_policy!r}; use one of {list(BOS_POLICIES)}")
     if shard_size is not None and (isinstance(shard_size, bool) or int(shard_size) < 1):
         raise ValueError(f"shard_size must be an integer >= 1, got {shard_size!r}")
+    params = _parameters(bos_policy=bos_policy, token_budget=token_budget, batch_size=batch_size,
+                         use_chat_template=use_chat_template, wordings=wordings,
+                         probe_by=probe_by, n_splits=n_splits, inner_splits=inner_splits,
+                         seed=seed)
+    if isinstance(model, LanguageModel):
+        lm, name = model, model.name
+    elif isinstance(model, str):
+        lm, name = None, model
+    else:
+        raise TypeError(f"model must be a name or a loaded LanguageModel, got "
+                        f"{type(model).__name__}")
     pairs = prepare_pairs(pairs)
-    _check_inputs(pairs, methods, wordings, probe_by)
+    check_inputs(pairs, methods, wordings, probe_by)
     tmp = None
     if store is None:
         tmp = tempfile.TemporaryDirectory(prefix="xcomps-store-")
         store = tmp.name
     store = store if isinstance(store, Store) else Store(store)
-    handle = _Model(model, device, dtype, revision)
     if truncate:  # the cut texts are the pairs of the key
-        pairs = _fit(handle.get(), pairs, methods, truncate=True)
-    p = dict(bos_policy=bos_policy, token_budget=token_budget, batch_size=batch_size,
-             use_chat_template=use_chat_template, wordings=wordings,
-             probe_by=[list(b) for b in probe_by], n_splits=n_splits, inner_splits=inner_splits,
-             seed=seed)
-    runs, computed, keys = {}, {}, {}
-    for method in methods:
-        key = {**handle.identity, "method": method,
-               "bos_policy": bos_policy if method == "direct" else "bos",
-               "pairs_sha256": _pairs_sha256(pairs, _USES[method]), "n_pairs": len(pairs),
-               "parameters": _parameters(method, p), "package_version": __version__}
-        rid = run_id(json.loads(json.dumps(key, default=str)))
-        runs[method], computed[method] = rid, 0
-        try:
-            if store.run(rid).complete:
-                continue
-        except KeyError:
-            pass
-        keys[method] = key
-    if keys:  # something to compute: check all that can fail before loading the model
-        store.check_writable()
-        if handle.lm is None:
-            resolve_device_dtype(device, dtype, check=True)
-        lm = handle.get()
-        _fit(lm, pairs, list(keys))
-    for method, key in keys.items():
-        computed[method] = _compute(handle, store, key, pairs, method, p, shard_size, datasets,
-                                    progress)
-    measures = store.measures(list(runs.values()))
-    results = Results(measures, runs, store, computed, handle.lm)
+        lm = lm or planner.load(name, device, dtype, revision)
+        prompts = any(m in ("meta", "token_ppl") for m in methods)
+        pairs = fit_context(lm, pairs, together=prompts, truncate=True)
+    specs = planner.plan(name, pairs, methods, params, store=store.root, shard_size=shard_size,
+                         device=device, dtype=dtype, revision=revision)
+    rows = planner.execute(specs, lm=lm, progress=progress, truncate=truncate)
+    runs = {r["method"]: r["run"] for r in rows}
+    computed = {r["method"]: r["computed"] for r in rows}
+    if lm is None and any(r["opened"] for r in rows):  # loaded by execute (cached)
+        lm = planner.load(name, device, dtype, revision)
+    loaded = lm if lm is not None and any(r["opened"] for r in rows) or isinstance(
+        model, LanguageModel) else None
+    results = Results(store.measures(list(runs.values())), runs, store, computed, loaded)
     results._tmp = tmp  # a temporary store lives as long as its results
     return results
 
 
-def _compute(handle: _Model, store: Store, key: dict, pairs: pd.DataFrame, method: str, p: dict,
-             shard_size, datasets, progress) -> int:
-    from .results import provenance
+def _parameters(**values) -> dict:
+    """The run parameters, checked against their declaration
+    (:class:`xcomps_utils.config.RunParameters`).
 
-    lm = handle.get()
-    used = pairs[_ID + [c for c in _USES[method] if c in pairs]]
-    size = shard_size or DEFAULT_SHARD_SIZE[method]
-    run_ = store.open_run(json.loads(json.dumps(key, default=str)), used, size,
-                          provenance(lm, datasets=datasets, method=method,
-                                     token_budget=p["token_budget"], batch_size=p["batch_size"]))
-    size = run_.record["shard_size"]
-    n_shards = run_.record["n_shards"]
-    todo = [i for i in range(n_shards) if not run_.is_done(i)]
-    bar = tqdm(total=len(used), initial=len(used) - sum(len(used[i * size:(i + 1) * size])
-                                                          for i in todo),
-               unit="pair", desc=f"{method} ({lm.name})", disable=not progress)
-    written = 0
+    Raises:
+        ValueError: ``"<field>: <problem>; allowed: <values>"`` for the first invalid one.
+    """
+    from .config import RunParameters, validate
 
-    def one(i, lock) -> None:  # under the shard's lock: skip it if another process finished it
-        nonlocal written
-        try:
-            shard = used.iloc[i * size:(i + 1) * size].reset_index(drop=True)
-            if not run_.is_done(i):
-                start = time.perf_counter()
-                measures, details = _SHARD[method](lm, shard, p)
-                run_.write_shard(i, measures, details, seconds=time.perf_counter() - start)
-                written += 1
-            bar.update(len(shard))
-        finally:
-            lock.release()
-
-    try:
-        held = []  # shards another process is computing: waited for after the free ones
-        for i in todo:
-            lock = run_.try_lock(i)
-            if lock is None:
-                held.append(i)
-            else:
-                one(i, lock)
-        for i in held:
-            lock = run_.lock(i)
-            lock.acquire()
-            one(i, lock)
-    finally:
-        bar.close()
-    if method == "neuro":
-        with run_.lock("probes"):
-            if not run_.is_done("probes"):
-                start = time.perf_counter()
-                probes = _probes(store, run_.id, used, p)
-                run_.write_shard("probes", probes, seconds=time.perf_counter() - start)
-    run_.finish()
-    return written
+    return validate(RunParameters, values, "run parameters").model_dump()

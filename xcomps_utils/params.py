@@ -6,6 +6,12 @@ inside a sampler with an error that names no parameter.
 
 from __future__ import annotations
 
+import functools
+from typing import Annotated, Literal
+
+from annotated_types import Ge, MinLen
+from pydantic import Strict, StringConstraints, TypeAdapter, ValidationError
+
 __all__ = ["ParameterError", "check", "check_range"]
 
 
@@ -13,25 +19,30 @@ class ParameterError(ValueError):
     """A chapter parameter has a value of the wrong kind; the message names it."""
 
 
-def _ok(value, kind: str) -> bool:
-    if kind == "None":
-        return value is None
-    if kind.startswith("int"):
-        if isinstance(value, bool) or not isinstance(value, int):
-            return False
-        return value >= int(kind[5:]) if kind.startswith("int>=") else True
-    if kind == "str":
-        return isinstance(value, str) and bool(value)
-    if kind == "bool":
-        return isinstance(value, bool)
-    if kind == "list[str]":
-        return isinstance(value, (list, tuple)) and bool(value) and all(
-            isinstance(v, str) and v for v in value)
-    if kind == "budget":
-        return value == "auto" or value is None or _ok(value, "int>=1")
+@functools.lru_cache(maxsize=None)
+def _adapter(kind: str) -> TypeAdapter:
+    """The declared (pydantic, strict) type of a parameter kind."""
+    text = Annotated[str, StringConstraints(min_length=1)]
+    if kind.startswith("int>="):
+        return TypeAdapter(Annotated[int, Strict(), Ge(int(kind[5:]))])
     if kind.startswith("choice:"):
-        return value in kind[7:].split(",")
-    raise ValueError(f"unknown parameter kind {kind!r}")
+        return TypeAdapter(Literal[tuple(kind[7:].split(","))])
+    types = {"None": None, "int": Annotated[int, Strict()], "str": Annotated[text, Strict()],
+             "bool": Annotated[bool, Strict()],
+             "list[str]": Annotated[list[Annotated[text, Strict()]] | tuple[Annotated[
+                 text, Strict()], ...], MinLen(1)],
+             "budget": Literal["auto"] | None | Annotated[int, Strict(), Ge(1)]}
+    if kind not in types:
+        raise ValueError(f"unknown parameter kind {kind!r}")
+    return TypeAdapter(types[kind])
+
+
+def _ok(value, kind: str) -> bool:
+    try:
+        _adapter(kind).validate_python(value, strict=True)
+    except ValidationError:
+        return False
+    return True
 
 
 _WORDS = {"None": "None", "str": "a non-empty string", "bool": "True or False",
@@ -50,7 +61,7 @@ def _describe(kind: str) -> str:
 def check(values: dict, **kinds: str) -> None:
     """Check parameters against their kinds.
 
-    Kinds: ``"int"``, ``"int>=N"``, ``"str"``, ``"bool"``, ``"list[str]"``, ``"budget"`` (a token
+    Each kind is a declared (pydantic, strict) type. Kinds: ``"int"``, ``"int>=N"``, ``"str"``, ``"bool"``, ``"list[str]"``, ``"budget"`` (a token
     budget), ``"choice:a,b"``; alternatives joined by ``|`` (``"int>=1|None"``).
 
     A single string given for ``"list[str]"`` (papermill's ``-p languages en``) is an error

@@ -460,7 +460,8 @@ class Store:
             StoreError: a run that cannot be repaired (its run record is unreadable, or the
                 model loaded now is not the run's: other weights or dtype).
         """
-        from . import methods as M
+        from . import planner
+        from .methods import SHARD, probes
 
         problems = self.verify() if problems is None else problems
         damaged: dict[str, list[str]] = {}
@@ -476,7 +477,7 @@ class Store:
             run = Run(self, rid)
             rec = run.record
             key = rec["key"]
-            lm = M._load(key["model"], key["device"] if device == "auto" else device,
+            lm = planner.load(key["model"], key["device"] if device == "auto" else device,
                          key["dtype"], key["model_revision"] if key.get("model_revision")
                          and re.fullmatch(r"[0-9a-f]{40}", str(key["model_revision"])) else None)
             mine = json.loads(json.dumps(lm.identity(), default=str))
@@ -484,7 +485,7 @@ class Store:
                 raise StoreError(f"cannot repair run {rid}: it was computed with "
                                  f"{ {k: key.get(k) for k in mine} }, the model loaded now is "
                                  f"{mine}")
-            p = M._run_parameters(key)
+            p = planner.parameters_of(key)
             used = run.pairs()
             size = rec["shard_size"]
             for name in sorted(names, key=lambda n: (n == "probes", n)):
@@ -492,11 +493,11 @@ class Store:
                 self._repairing.add((rid, name))
                 try:
                     if name == "probes":  # reads the (verified) state shards
-                        measures, details = M._probes(self, rid, used, p), {}
+                        measures, details = probes(self, rid, used, p), {}
                     else:
                         i = int(name.removeprefix("shard-"))
                         shard = used.iloc[i * size:(i + 1) * size].reset_index(drop=True)
-                        measures, details = M._SHARD[key["method"]](lm, shard, p)
+                        measures, details = SHARD[key["method"]](lm, shard, p)
                     run.commit_shard(name if name == "probes" else i, measures, details)
                 finally:
                     self._repairing.discard((rid, name))

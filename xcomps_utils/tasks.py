@@ -18,6 +18,8 @@ name               pairs
                    ``c`` (:data:`xcomps_utils.grammar.CLAMS_CONSTRUCTIONS`)
 ``turblimp:<p>``   any of the 16 TurBLiMP phenomena (Turkish, 1,000 pairs each)
 ``sling:<p>``      any of the 54 SLING paradigms (Mandarin Chinese)
+``xcomps:<lang>``  XCOMPS (COMPS for ``en``) of one language: the sample's 7 languages, else
+                   upstream's 17 (:mod:`xcomps_utils.xcomps`)
 =================  ===========================================================================
 
 The grammar tasks (:mod:`xcomps_utils.grammar`) set ``lang`` on every pair and use BLiMP's
@@ -37,7 +39,8 @@ import pandas as pd
 
 from . import data
 
-__all__ = ["Task", "TASKS", "get", "names", "load", "select", "sample", "checksums", "counts"]
+__all__ = ["Task", "TASKS", "get", "names", "load", "select", "sample", "checksums", "provenance",
+           "counts"]
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,26 @@ def _grammar(name: str) -> Task:
                 loader, _unflagged)
 
 
+def _xcomps(name: str) -> Task:
+    """The :class:`Task` ``xcomps:<lang>``: the sample's file where the sample has the
+    language, else the pinned upstream file."""
+    from . import xcomps
+
+    lang = name.partition(":")[2]
+    known = list(dict.fromkeys(xcomps.SAMPLE_LANGUAGES + ["en"] + xcomps.XCOMPS_LANGUAGES))
+    if lang not in known:
+        close = difflib.get_close_matches(lang, known, n=2)
+        raise data.DataError(f"unknown XCOMPS language {lang!r} in task {name!r}; "
+                             + (f"did you mean {close}? " if close else "")
+                             + f"known: {known}")
+    source = "sample" if lang in xcomps.SAMPLE_LANGUAGES else "upstream"
+    files = (("xcomps", f"comps_{lang}.json"),) if source == "upstream" and lang != "en" else ()
+    return Task(name, "xcomps", files, "", "no token-level perplexity for XCOMPS",
+                f"XCOMPS {lang} ({source})",
+                lambda data_dir=None, verify=True, **_: xcomps.load_xcomps(  # noqa: E731
+                    lang, source, data_dir, verify), _unflagged)
+
+
 GRAMMAR_FAMILIES = ("clams", "turblimp", "sling")
 
 TASKS: dict[str, Task] = {
@@ -189,11 +212,13 @@ def get(name: str) -> Task:
         return _blimp(phenomenon)
     if name.partition(":")[0] in GRAMMAR_FAMILIES:
         return _grammar(name)
+    if name.startswith("xcomps:"):
+        return _xcomps(name)
     close = difflib.get_close_matches(name, names(), n=2)
     raise data.DataError(f"unknown task {name!r}{f'; did you mean {close}' if close else ''}. "
                          f"Known: {names()} or 'blimp:<phenomenon>', "
                          f"'clams:<lang>:<construction>', 'turblimp:<phenomenon>', "
-                         f"'sling:<paradigm>'")
+                         f"'sling:<paradigm>', 'xcomps:<lang>'")
 
 
 def load(name: str, data_dir=None, verify: bool = True, seed: int = 0) -> pd.DataFrame:
@@ -244,6 +269,20 @@ def checksums(names_: list[str]) -> dict[str, str]:
         for d, f in get(name).files:
             out[f"{d}/{f}"] = data.manifest(d)["files"][f]
     return out
+
+
+def provenance(pairs: pd.DataFrame) -> dict[str, str]:
+    """:func:`checksums` of the tasks a pair set was loaded from (its ``task`` column): what a
+    run records of its data. Tasks that are not in the registry (hand-made pairs, XCOMPS pairs
+    of :func:`xcomps_utils.xcomps.load_languages`) name no file."""
+    names_ = []
+    for name in pd.unique(pairs["task"]) if "task" in pairs else []:
+        try:
+            get(str(name))
+        except data.DataError:
+            continue
+        names_.append(str(name))
+    return checksums(names_)
 
 
 def counts(sampled: pd.DataFrame, data_dir=None) -> pd.DataFrame:
