@@ -1,8 +1,11 @@
-"""The papers' claims as tests: an effect, an interval, a null, and a verdict that can fail.
+"""Claims as tests: an effect, an interval, a null, and a verdict that can fail (the machinery).
 
-A claim of He et al. (2025, XCOMPS) or Prins et al. (2026, "perplexed for the right reason") is
-stated here as a hypothesis about an effect (a difference of accuracies, a slope, a correlation, a
-proportion), tested on this run. Every test names four things, printed beside its verdict:
+A claim of He et al. (2025, XCOMPS; :mod:`xcomps_utils.xcomps_paper`), of Prins et al. (2026,
+"perplexed for the right reason"; :mod:`xcomps_utils.perplexity_paper`) or of this book
+(:mod:`xcomps_utils.grammar_study`, :mod:`xcomps_utils.consistency`,
+:mod:`xcomps_utils.concept_prior`) is stated in its analysis module as a hypothesis about an
+effect (a difference of accuracies, a slope, a correlation, a proportion) and tested on this run
+with the tests here. Every test names four things, printed beside its verdict:
 
 * its **unit of analysis**: what varies in the population the sentence is about. Claims about
   *these* languages' items (English vs the others, subtle vs random negatives, a task's pairs)

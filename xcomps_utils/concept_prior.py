@@ -63,10 +63,11 @@ def prior_share(decomposed: pd.DataFrame, by: str | list[str] | None = "lang",
     from 0 even with no systematic prior and no knowledge: with independent zero-mean noise on
     both parts it is about 25%. The **net** effect, ``net``: Direct's accuracy minus its accuracy
     with the prior's sign flipped (:func:`_mirror_rows`), 0 when the prior is as likely to help
-    as to hurt (sign-symmetric); it is what :func:`direct_needs_prior` tests. Also, per group: ``direct_acc``, ``cond_acc``, ``both``,
-    ``only_direct``, ``only_cond``, ``neither`` (counts over all pairs), and ``prior_share``'s 95%
-    percentile interval resampling whole items (``item``: a concept-property item in every
-    language at once, :func:`xcomps_utils.claims.bootstrap_means`).
+    as to hurt (sign-symmetric); it is what :func:`direct_needs_prior` tests. Also, per group:
+    ``direct_acc``, ``cond_acc``, ``both``, ``only_direct``, ``only_cond``, ``neither`` (counts
+    over all pairs), and ``prior_share``'s 95% percentile interval resampling whole items
+    (``item``: a concept-property item in every language at once,
+    :func:`xcomps_utils.claims.bootstrap_means`).
 
     Returns:
         one row per group (``by=None``: one row, ``all``): ``pairs``, ``direct_correct``
@@ -99,7 +100,8 @@ def _net(d: pd.DataFrame) -> float:
     return float(m["direct_correct"].mean() - m["mirror_correct"].mean())
 
 
-_SOURCE = "this book (issue 14): XCOMPS (He et al., 2025) x token-level perplexity (Prins et al., 2026)"
+_SOURCE = ("this book (issue 14): XCOMPS (He et al., 2025) x token-level perplexity (Prins et al., "
+           "2026)")
 
 
 def _mirror_rows(d: pd.DataFrame) -> pd.DataFrame:

@@ -59,7 +59,7 @@ def english_advantage(scored: pd.DataFrame, correct: str = "direct_correct",
         scored: one row per XCOMPS pair with ``lang``, the ``item`` column and ``correct`` (from
             :func:`pair_table`), optionally ``<method>_decision`` or
             ``<method>_tie`` / ``<method>_near_tie``.
-        **kw: ``n_boot``, ``seed``, ``confidence`` (see :func:`evaluate_claim`).
+        **kw: ``n_boot``, ``seed``, ``confidence`` (see :func:`xcomps_utils.claims.evaluate_claim`).
 
     Raises:
         ValueError: no English pairs or no other language.
@@ -175,9 +175,9 @@ def morphology_trend(scored: pd.DataFrame, correct: str = "direct_correct",
     (analytic, inflected, agglutinative), in accuracy per step; negative if the claim holds.
     Unit: the **language** (the claim is about kinds of language). Test: permutation of the
     types over languages within each resource level (the confound: in the book's seven languages
-    every agglutinative one is medium-resource), :func:`language_claim`. With seven languages
-    the smallest reachable p is above 0.025, so the verdict is "cannot be decided"; the item
-    bootstrap interval is shown as a description.
+    every agglutinative one is medium-resource), :func:`xcomps_utils.claims.language_claim`.
+    With seven languages the smallest reachable p is above 0.025, so the verdict is "cannot be
+    decided"; the item bootstrap interval is shown as a description.
 
     Raises:
         ValueError: fewer than two morphological types, or a language without one.
@@ -282,7 +282,8 @@ def direct_tracks_neuro(cells: pd.DataFrame, direct: str = "direct", neuro: str 
 def pair_table(measures: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
     """``pairs`` with one column per Direct and Meta measure of a pair (``direct_correct``,
     ``meta_delta``, ``meta_answer_mass``, ...; booleans as 0/1), ``direct_mean_correct`` (the
-    per-token-mean variant of Direct) and ``morphology`` (from :func:`languages`).
+    per-token-mean variant of Direct) and ``morphology`` (from
+    :func:`xcomps_utils.xcomps.languages`).
 
     Args:
         measures: long results of :func:`xcomps_utils.methods.run` on these pairs.
