@@ -485,9 +485,19 @@ def permutation_test(labels, statistic: Callable[[np.ndarray], float], strata=No
     return observed, vals, False
 
 
-def permutation_p(observed, null_values, exact, direction):
+def permutation_p(observed: float, null_values: np.ndarray, exact: bool, direction: int
+                  ) -> tuple[float, float, float]:
     """One-sided permutation p-values ``(p_supported, p_contradicted)`` and the smallest p the
-    test of the hypothesis' side can reach (for ``direction == 0``: the smallest two-sided p)."""
+    test of the hypothesis' side can reach (for ``direction == 0``: the smallest two-sided p).
+
+    Args:
+        observed: the statistic on the data as labelled.
+        null_values: ``[P]`` the statistic under each permutation (NaN ones are left out).
+        exact: ``null_values`` are every distinct labeling (p = share at least as extreme),
+            else ``P`` random draws (p = ``(k + 1) / (P + 1)``).
+        direction: +1 / -1, the side the hypothesis predicts; 0: two-sided (the second p is
+            NaN).
+    """
     v = null_values[np.isfinite(null_values)]
     tol = 1e-12 * max(1.0, abs(observed))
     if exact:
