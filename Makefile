@@ -23,8 +23,8 @@ STORE ?= results
 
 # Smoke sizes: the same chapters and exercises, through the same papermill parameters, small
 # enough for CI (a few minutes on 2 CPU cores). Values are YAML (papermill -y).
-SMOKE_direct_scoring = -p n_pairs 6 -p convention_pairs 12 -p store $(STORE) \
-  -p compare_model smollm2-135m-instruct
+SMOKE_direct_scoring = -p n_pairs 6 -p store $(STORE) -p compare_model smollm2-135m-instruct
+SMOKE_first_token = -p convention_pairs 12 -p store $(STORE)
 SMOKE_grammar_across_languages = -p items_per_task 2 -p neuro_pairs_per_language 6 -p n_boot 200 \
   -y '{clams_languages: [en, he], constructions: [simple_agrmt, prep_anim], turblimp: [binding], sling: [zai_le], blimp: [regular_plural_subject_verb_agreement_1], neuro_languages: [en, he], xcomps_languages: [en, de, zh]}' \
   -p xcomps_items 2 -p store $(STORE)
@@ -37,12 +37,15 @@ SMOKE_xcomps_results = -p model smollm2-135m-instruct -p items_per_language 5 -y
   -p n_boot 200 -p store $(STORE)
 SMOKE_xcomps_token_level = -p model smollm2-135m-instruct -p items_per_language 5 \
   -y '{languages: [en, de]}' -p n_boot 200 -p store $(STORE)
+SMOKE_xcomps_token_level_agreement = -p model smollm2-135m-instruct -p items_per_language 5 \
+  -y '{languages: [en, de]}' -p n_boot 200 -p store $(STORE)
 SMOKE_DIR := build/smoke
 
 # Publish sizes (make publish): the sizes the results pages name as deciding, for the deployed
 # book. Every run goes through the results store ($(STORE), results/ by default), so an interrupted
 # `make publish` goes on from the runs and shards it holds, and a second one computes nothing new.
-PUBLISH_direct_scoring = -p n_pairs 1000 -p convention_pairs 1000 -p store $(STORE)
+PUBLISH_direct_scoring = -p n_pairs 1000 -p store $(STORE)
+PUBLISH_first_token = -p convention_pairs 1000 -p store $(STORE)
 PUBLISH_grammar_across_languages = -p items_per_task 200 -p neuro_pairs_per_language 200 \
   -p neuro_splits 5 -p xcomps_items None -p n_boot 2000 -p store $(STORE)
 PUBLISH_reproducibility =
@@ -51,16 +54,19 @@ PUBLISH_token_perplexity_results = -p items_per_task 200 -p n_boot 2000 -p store
 PUBLISH_xcomps_dataset =
 PUBLISH_xcomps_results = -p items_per_language None -p n_boot 2000 -p store $(STORE)
 PUBLISH_xcomps_token_level = -p items_per_language None -p n_boot 2000 -p store $(STORE)
+PUBLISH_xcomps_token_level_agreement = -p items_per_language None -p n_boot 2000 -p store $(STORE)
 
 # What each chapter computes (the progress line of make book / smoke / publish).
-DESC_direct_scoring = Direct scoring of BLiMP, CrowS-pairs and DUST pairs, 3 first-token conventions, 2 models
+DESC_direct_scoring = Direct scoring of BLiMP, CrowS-pairs and DUST pairs, 2 models
+DESC_first_token = Direct scoring of one BLiMP task under 3 first-token conventions
 DESC_grammar_across_languages = Direct, pivot share and Neuro on CLAMS (5 languages), TurBLiMP, SLING and BLiMP, 2 models
 DESC_reproducibility = build environment, data checksums, the command line twice on 5 pairs
 DESC_token_perplexity_method = token-level perplexity of one pair by hand (4 wordings x 2 orders)
 DESC_token_perplexity_results = token-level perplexity of 5 tasks x 8 prompt pairs per item, bootstrap claims
 DESC_xcomps_dataset = XCOMPS items, languages and Meta templates (no model)
 DESC_xcomps_results = Meta, Direct and Neuro (probe per layer) on XCOMPS, bootstrap claims
-DESC_xcomps_token_level = concept vs property tokens of XCOMPS pairs, conditional Direct
+DESC_xcomps_token_level = concept vs property tokens of XCOMPS pairs, conditional Direct, 2 models
+DESC_xcomps_token_level_agreement = which XCOMPS items a model knows in every language (reads the Direct run of the token-level page)
 
 # Progress: one line per chapter as it starts and ends; inside a chapter, what the kernel writes to
 # stderr (tqdm bars of long runs, warnings) goes to the build log through papermill's logger

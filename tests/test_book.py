@@ -188,3 +188,81 @@ def test_three_assignments():
     names = [p.name for p in (REPO / "assignments").iterdir() if (p / f"{p.name}.md").exists()]
     assert len(names) >= 3, names
     assert sys.executable
+
+
+# One idea a page (issue 21): a chapter's code stays short enough to read beside its prose.
+MAX_CHAPTER_CODE_LINES = 100  # non-blank code lines of a chapter, exercise solutions apart
+MAX_CELL_LINES = 12  # non-blank lines of one code cell (the parameters cell too)
+
+
+def code_cells(text: str) -> list[tuple[int, bool, str]]:
+    """The code cells of a MyST chapter, in order: ``(non-blank lines, inside an exercise
+    solution, first line)``. A solution is what lies between a ```` ```{solution-start} ````
+    and a ```` ```{solution-end} ```` directive (markdown cells, as jupytext reads them)."""
+    import jupytext
+
+    nb = jupytext.reads(text, fmt="md:myst")
+    cells, in_solution = [], False
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("```{solution-start}"):
+                    in_solution = True
+                elif line.startswith("```{solution-end}"):
+                    in_solution = False
+        elif cell.cell_type == "code":
+            lines = [x for x in cell.source.splitlines() if x.strip()]
+            cells.append((len(lines), in_solution, lines[0] if lines else ""))
+    return cells
+
+
+def _chapter_text(cells: list[str], solution: list[str] = ()) -> str:
+    body = "".join(f"```{{code-cell}} ipython3\n{c}\n```\n\n" for c in cells)
+    sol = "".join(f"```{{code-cell}} ipython3\n{c}\n```\n\n" for c in solution)
+    return (f"# T\n\n{body}```{{exercise}} E\n:label: t-ex\n```\n\n```{{solution-start}} t-ex\n"
+            f":class: dropdown\n```\n\n{sol}```{{solution-end}}\n```\n\nAfter.\n")
+
+
+def test_code_cells_counts_non_blank_lines_and_knows_solutions():
+    text = _chapter_text(["a = 1\n\nb = 2", "c = 3"], ["x = 1\ny = 2\nz = 3"])
+    assert code_cells(text) == [(2, False, "a = 1"), (1, False, "c = 3"), (3, True, "x = 1")]
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_chapter_code_is_short(chapter):
+    cells = code_cells((REPO / "notebooks" / f"{chapter}.md").read_text(encoding="utf-8"))
+    counted = [(n, first) for n, in_solution, first in cells if not in_solution]
+    total = sum(n for n, _ in counted)
+    assert total <= MAX_CHAPTER_CODE_LINES, (
+        f"notebooks/{chapter}.md has {total} code lines outside exercise solutions (at most "
+        f"{MAX_CHAPTER_CODE_LINES}): split the page or move code into the package")
+    long = [f"{n} lines: {first[:50]!r}" for n, first in counted if n > MAX_CELL_LINES]
+    assert not long, (f"notebooks/{chapter}.md has code cells over {MAX_CELL_LINES} lines "
+                      f"outside exercise solutions: {long}")
+
+
+def test_figures_come_from_plots():
+    """No chapter draws a figure by hand: figures are :mod:`xcomps_utils.plots` functions (axes
+    labelled, units, the model in the title); a chapter only calls them and ``plt.show()``."""
+    import jupytext
+
+    drawing = re.compile(r"plt\.(subplots|figure|bar|plot|hist|imshow)\(|\bax(es)?\b[\[\w\]]*\."
+                         r"|\.plot(\.\w+)?\(|\bfig\.")
+    for chapter in CHAPTERS:
+        text = (REPO / "notebooks" / f"{chapter}.md").read_text(encoding="utf-8")
+        for cell in jupytext.reads(text, fmt="md:myst").cells:
+            if cell.cell_type == "code":
+                hits = [x for x in cell.source.splitlines() if drawing.search(x)]
+                assert not hits, f"notebooks/{chapter}.md draws by hand: {hits}"
+
+
+def test_plots_all_lists_every_public_function():
+    import inspect
+
+    from xcomps_utils import plots
+
+    public = {n for n, o in vars(plots).items() if not n.startswith("_")
+              and inspect.isfunction(o) and o.__module__ == plots.__name__}
+    assert public <= set(plots.__all__), public - set(plots.__all__)
+    assert all(hasattr(plots, n) for n in plots.__all__)
+    assert not hasattr(plots, "plot_agreement")  # unused, removed (issue 21)

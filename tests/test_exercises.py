@@ -41,15 +41,16 @@ def test_reprobe_reproduces_the_stored_probe_and_leaks_with_sentence_folds(lm, t
     stored = res.wide("neuro").query("layer >= 0").sort_values("layer")
     fair = exercises.reprobe(res, pairs, folds="leak_free", lang="en")
     n_layers = lm.model.config.num_hidden_layers + 1
-    assert len(fair) == n_layers == len(stored)
+    assert len(fair.curve) == n_layers == len(stored)
     # the chapter's leak-free folds, recomputed from the stored states: the stored numbers
-    assert fair.balanced_accuracy.to_numpy() == pytest.approx(
+    assert fair.curve.balanced_accuracy.to_numpy() == pytest.approx(
         stored.balanced_accuracy.to_numpy(), abs=1e-12)
-    assert fair.attrs["leaked_concepts"] == 0
+    assert fair.leaked_concepts == 0
     leaky = exercises.reprobe(res, pairs, folds="sentences", lang="en")
     # 6 items x 5 sentences in 5 plain folds: some item has sentences on both sides
-    assert len(leaky) == n_layers and leaky.attrs["leaked_items"] > 0
-    assert not (leaky.balanced_accuracy.to_numpy() == fair.balanced_accuracy.to_numpy()).all()
+    assert len(leaky.curve) == n_layers and leaky.leaked_items > 0
+    assert not (leaky.curve.balanced_accuracy.to_numpy()
+                == fair.curve.balanced_accuracy.to_numpy()).all()
     with pytest.raises(ValueError, match="no pair of language"):
         exercises.reprobe(res, pairs, lang="xx")
     with pytest.raises(ValueError, match="folds must be"):
@@ -75,3 +76,43 @@ def test_pivotal_share_histograms_stay_legible_at_page_width():
     assert min(ax.title.get_fontsize() for ax in visible) >= 10
     assert all(ax.get_xlabel() for ax in visible)
     assert all(ax.get_ylim()[0] < 1 for ax in visible)  # a count of 1 is a visible bar on log
+
+
+def _titles(fig):
+    return " ".join([ax.get_title() for ax in fig.axes] + [fig._suptitle.get_text()
+                                                          if fig._suptitle else ""])
+
+
+def test_chapter_figures_label_axes_and_name_the_model():
+    """The figures the chapters used to draw by hand (issue 21), now in plots: labelled axes,
+    units, the model in the title."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from xcomps_utils import plots
+
+    langs = ["en", "de", "zh"]
+    summary = pd.DataFrame({"delta_concept": [1.0, 0.5, -0.2], "delta_property": [0.2, 0.1, 0.3],
+                            "delta_period": [0.0, 0.1, 0.0], "delta": [1.2, 0.7, 0.1]},
+                           index=langs)
+    fig = plots.plot_delta_parts(summary, "m-135m")
+    ax = fig.axes[0]
+    assert "nats" in ax.get_ylabel() and ax.get_xlabel() == "language" and "m-135m" in _titles(fig)
+    assert len(ax.patches) == 3 * 3  # a bar per language and part
+
+    share = pd.DataFrame({"prior_share": [0.2, 0.3, 0.25], "ci_low": [0.1, 0.2, 0.2],
+                          "ci_high": [0.3, 0.4, 0.3]}, index=["en", "de", "all"])
+    fig = plots.plot_prior_shares({"m-135m": share, "g-270m": share})
+    assert "m-135m" in _titles(fig) and "g-270m" in _titles(fig) and fig.axes[0].get_ylabel()
+
+    table = pd.DataFrame({"lang_a": ["en", "en", "de"], "lang_b": ["de", "zh", "zh"],
+                          "kappa": [0.2, -0.1, 0.4]})
+    fig = plots.plot_kappa({"direct_correct": table, "cond_correct": table}, langs, "m-135m")
+    heat = fig.axes[0].images[0].get_array()
+    assert heat[0, 1] == heat[1, 0] == 0.2 and heat[1, 2] == 0.4  # symmetric, in language order
+    assert "m-135m" in _titles(fig) and "Direct" in fig.axes[0].get_title()
+    assert "conditional" in fig.axes[1].get_title()
+
+    curve = pd.DataFrame({"balanced_accuracy": [0.5, 0.6, 0.7]})
+    fig = plots.plot_reprobe({"leak-free": curve, "sentences": curve}, "en", "m-135m")
+    assert "layer" in fig.axes[0].get_xlabel() and "m-135m" in _titles(fig)

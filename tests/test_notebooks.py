@@ -39,11 +39,12 @@ def test_direct_scoring_notebook_renders_again_from_its_store(data_dir, tmp_path
     from xcomps_utils.store import Store
 
     store = tmp_path / "results"
-    nb = _run(tmp_path, "direct_scoring", n_pairs=6, convention_pairs=12, store=str(store),
-              compare_model=None)
+    nb = _run(tmp_path, "direct_scoring", n_pairs=6, store=str(store), compare_model=None)
     assert not _errors(nb) and "image/png" in json.dumps(nb)  # figures were drawn
+    first = _run(tmp_path, "first_token", convention_pairs=12, store=str(store))
+    assert not _errors(first) and "a spread of" in json.dumps(first)
     runs = Store(store).runs()
-    # the page's run, its three first-token conventions, and what its exercises run
+    # the page's run, the next page's three first-token conventions, and what exercises run
     assert len(runs) >= 4 and set(runs.bos_policy) == {"bos", "drop_first", "lm_eval"}
     main = runs[runs.pairs == 24].run.item()
     measures = Store(store).measures([main])
@@ -51,10 +52,11 @@ def test_direct_scoring_notebook_renders_again_from_its_store(data_dir, tmp_path
     record = Store(store).run(main).record
     assert "crows_pairs/crows_pairs_anonymized.csv" in record["provenance"]["data_sha256"]
     # the second time, every run is in the store: the page renders without loading a model
-    again = _run(tmp_path, "direct_scoring", n_pairs=6, convention_pairs=12, store=str(store),
-                 compare_model=None)
+    again = _run(tmp_path, "direct_scoring", n_pairs=6, store=str(store), compare_model=None)
     text = json.dumps(again)
     assert not _errors(again) and "read from the results store" in text and "image/png" in text
+    again = _run(tmp_path, "first_token", convention_pairs=12, store=str(store))
+    assert not _errors(again)
     assert len(Store(store).runs()) == len(runs)  # nothing recomputed beside
 
 
@@ -99,5 +101,10 @@ def test_xcomps_notebooks_small_run(tmp_path):
     probes = Store(store).measures([runs.loc["neuro", "run"]])
     assert probes.layer.max() == 30 and probes[["lang", "subset"]].drop_duplicates().shape[0] == 3 * 4 + 3
     assert "not comparable" in json.dumps(nb)  # the sample notice is on the page
+    # the agreement page reads the Direct run of the same pairs instead of computing its own
+    agree = _run(tmp_path, "xcomps_token_level_agreement", model="smollm2-135m-instruct",
+                 items_per_language=5, languages=["en", "de", "zh"], n_boot=100, store=str(store))
+    assert not _errors(agree) and "image/png" in json.dumps(agree)
+    assert len(Store(store).runs()) == len(runs)
     ds = _run(tmp_path, "xcomps_dataset", languages=["en", "de"])
     assert "not comparable" in json.dumps(ds)

@@ -9,7 +9,11 @@ import pandas as pd
 from .scoring import TokenScores
 
 __all__ = ["plot_accuracy", "plot_delta_distribution", "plot_token_surprisal",
-           "plot_grammar_cells", "plot_pivot_shares"]
+           "plot_accuracy_and_pivotal_share", "plot_pivotal_share_histograms",
+           "plot_normalized_by_category", "html_delta_view", "plot_heatmaps", "plot_probe_layers",
+           "VERDICT_COLORS", "plot_claims", "plot_grammar_cells", "plot_grammar_cells_by_model",
+           "plot_pivot_shares", "plot_pivot_shares_by_model", "plot_delta_parts",
+           "plot_prior_shares", "plot_kappa", "plot_reprobe"]
 
 
 def plot_accuracy(table: pd.DataFrame, model: str, label: str = "task", chance: float | None = 0.5,
@@ -289,19 +293,6 @@ def plot_claims(table: pd.DataFrame, model: str, title: str = "Claims tested"):
     return fig
 
 
-def plot_agreement(x: pd.Series, y: pd.Series, labels: pd.Series, model: str, xlabel: str,
-                   ylabel: str, title: str):
-    """Scatter of two methods' scores over the same cells, with labels."""
-    fig, ax = plt.subplots(figsize=(5, 4.2))
-    ax.scatter(x, y, color="#4c72b0")
-    for xi, yi, lab in zip(x, y, labels):
-        ax.annotate(lab, (xi, yi), fontsize=7, xytext=(2, 2), textcoords="offset points")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(f"{title}: {model}", fontsize=10)
-    return fig
-
-
 def plot_grammar_cells(cells: pd.DataFrame, model: str, rows: str = "lang",
                        cols: str = "subset", title: str = "Direct accuracy", ax=None):
     """A heatmap of Direct accuracy per ``rows`` × ``cols`` cell
@@ -347,4 +338,106 @@ def plot_pivot_shares(summary: pd.DataFrame, model: str, label: str = "lang",
     ax.legend(fontsize=8, loc="lower left")
     ax.set_title(f"Where the difference sits: {model}", fontsize=10)
     fig.tight_layout()
+    return fig
+
+
+def plot_grammar_cells_by_model(cells: dict[str, pd.DataFrame], title: str = "Direct accuracy"):
+    """:func:`plot_grammar_cells` for several models, one panel per model stacked in one figure
+    (a numbered figure is one output). ``cells``: model name -> its accuracy cells."""
+    fig, axes = plt.subplots(len(cells), 1, figsize=(12, 5.2 * len(cells)), squeeze=False)
+    for ax, (model, c) in zip(axes[:, 0], cells.items()):
+        plot_grammar_cells(c, model, title=title, ax=ax)
+    return fig
+
+
+def plot_pivot_shares_by_model(summary: pd.DataFrame, label: str = "label", note: str = "",
+                               unit: str = "nats"):
+    """:func:`plot_pivot_shares` for several models side by side in one figure; ``summary`` has
+    a ``model`` column (one panel per model, in order of appearance) and ``note`` follows each
+    model's name in its panel title (e.g. the pairs per task)."""
+    models = list(dict.fromkeys(summary["model"]))
+    n_rows = summary.groupby("model").size().max()
+    fig, axes = plt.subplots(1, len(models), figsize=(7.5 * len(models), 0.45 * n_rows + 1.8),
+                             squeeze=False)
+    for ax, model in zip(axes[0], models):
+        plot_pivot_shares(summary[summary["model"] == model], f"{model}{note}", label=label,
+                          unit=unit, ax=ax)
+    return fig
+
+
+def plot_delta_parts(summary: pd.DataFrame, model: str,
+                     parts=("concept", "property", "period")):
+    """Bars of the mean parts of Direct's difference Δ = log p(good) − log p(bad) (nats) per row
+    of ``summary`` (:func:`xcomps_utils.decompose.proportion_summary`: columns ``delta_<part>``
+    and ``delta``), with the whole Δ as a black tick."""
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    cols = summary[[f"delta_{p}" for p in parts]].rename(columns=lambda c: c.replace("delta_", ""))
+    cols.plot.bar(ax=ax)
+    ax.plot(range(len(summary)), summary["delta"], "k_", ms=18, mew=2, label="Δ (whole)")
+    ax.axhline(0, color="0.3", lw=0.8)
+    ax.set_xlabel("language")
+    ax.set_ylabel("mean part of Δ (nats)")
+    ax.set_title(f"Where Direct's difference comes from, {model}")
+    ax.legend(ncols=4, fontsize=8)
+    return fig
+
+
+def plot_prior_shares(shares: dict[str, pd.DataFrame], chance: float = 0.25):
+    """The share of Direct-correct pairs right only with the concept prior, per row (language,
+    then ``all``), with its 95% interval, one series per model. ``shares``: model name ->
+    :func:`xcomps_utils.chapters.prior_shares` (``prior_share``, ``ci_low``, ``ci_high``)."""
+    fig, ax = plt.subplots(figsize=(8, 3.5))
+    for k, (model, s) in enumerate(shares.items()):
+        x = np.arange(len(s)) + (k - (len(shares) - 1) / 2) * 0.2
+        ax.errorbar(x, s.prior_share, yerr=[s.prior_share - s.ci_low, s.ci_high - s.prior_share],
+                    fmt="o", capsize=3, label=model)
+    ax.set_xticks(range(len(s)), s.index)
+    ax.axhline(chance, color="0.4", ls="--", lw=1,
+               label=f"no prior, no knowledge (about {chance:.2f})")
+    ax.set_xlabel("language")
+    ax.set_ylabel("Direct-correct pairs whose\nproperty tokens disagree (share)")
+    ax.set_ylim(0, 1)
+    ax.set_title(f"Gross share right only with the prior (95% item-bootstrap intervals): "
+                 f"{', '.join(shares)}", fontsize=10)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def plot_kappa(agree: dict[str, pd.DataFrame], languages: list[str], model: str):
+    """One heatmap per judgement of Cohen's kappa between every two languages.
+
+    Args:
+        agree: judgement column (``direct_correct``, ``cond_correct``) -> its
+            :func:`xcomps_utils.consistency.agreement_table` (``lang_a``, ``lang_b``, ``kappa``).
+    """
+    names = {"direct_correct": "Direct", "cond_correct": "conditional Direct"}
+    fig, axes = plt.subplots(1, len(agree), figsize=(5 * len(agree), 4), squeeze=False)
+    for ax, (col, t) in zip(axes[0], agree.items()):
+        k = pd.DataFrame(np.nan, index=languages, columns=languages)
+        for r in t.itertuples():
+            k.loc[r.lang_a, r.lang_b] = k.loc[r.lang_b, r.lang_a] = r.kappa
+        im = ax.imshow(k.to_numpy(float), vmin=-0.5, vmax=0.5, cmap="RdBu")
+        ax.set_xticks(range(len(languages)), languages)
+        ax.set_yticks(range(len(languages)), languages)
+        ax.set_xlabel("language")
+        ax.set_ylabel("language")
+        ax.set_title(f"Cohen's kappa, {names.get(col, col)}")
+    fig.colorbar(im, ax=axes[0].tolist(), label="kappa (0: chance agreement)")
+    fig.suptitle(f"Do two languages know the same items? {model}")
+    return fig
+
+
+def plot_reprobe(curves: dict[str, pd.DataFrame], lang: str, model: str):
+    """The Neuro probe's balanced accuracy by layer under several fold schemes.
+
+    Args:
+        curves: label -> the ``.curve`` of :func:`xcomps_utils.exercises.reprobe`
+            (``balanced_accuracy`` indexed by layer).
+    """
+    fig, ax = plt.subplots(figsize=(7, 3))
+    pd.DataFrame({k: t.balanced_accuracy for k, t in curves.items()}).plot(ax=ax, marker=".")
+    ax.axhline(0.5, color="0.3", ls="--", lw=1)
+    ax.set_xlabel("layer (0: embeddings)")
+    ax.set_ylabel("balanced accuracy (chance 0.5)")
+    ax.set_title(f"Neuro probe, {lang}: {' vs '.join(curves)}, {model}")
     return fig
