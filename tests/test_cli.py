@@ -99,3 +99,18 @@ def test_readme_example_run_id_is_the_one_the_command_prints(data_dir):
     ident = models.model_identity("smollm2-135m-instruct", device="cpu")
     rid = S.run_id(json.loads(json.dumps({**ident, **spec.key_rest}, default=str)))
     assert printed.group(1) == rid and int(printed.group(2)) == n * len(task_list)
+
+
+def test_xcomps_by_languages_and_as_tasks(lm, data_dir, tmp_path):
+    """`--languages de` (whole items) and `--tasks xcomps:de` (sampled pairs) both run; the task
+    form carries its task name into the results."""
+    base = ["run", "direct", "--device", "cpu", "--dtype", "float32", "--store", str(tmp_path),
+            "--quiet"]
+    r = CliRunner().invoke(cli.main, base + ["--languages", "de", "--items-per-language", "1"])
+    assert r.exit_code == 0, r.output
+    assert "4 pairs, computed 1 shard(s)" in r.output and "xcomps" in r.output
+    r = CliRunner().invoke(cli.main, base + ["--tasks", "xcomps:de", "--n-pairs", "3"])
+    assert r.exit_code == 0, r.output
+    assert "3 pairs, computed 1 shard(s)" in r.output and "xcomps:de" in r.output
+    r = CliRunner().invoke(cli.main, ["run", "meta", "--task", "blimp_anaphor"])
+    assert r.exit_code == 2 and "xcomps:<lang>" in r.output

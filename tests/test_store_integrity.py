@@ -215,7 +215,7 @@ def test_repair_of_a_neuro_run_recomputes_a_state_shard_and_the_probes(lm, tmp_p
     (tmp_path / "measures" / f"run={rid}" / "probes.parquet").write_bytes(b"garbage")
     st = S.Store(tmp_path)
     assert {p["shard"] for p in st.verify()} == {"shard-00001", "probes"}
-    assert [r["shard"] for r in st.repair()] == ["shard-00001", "probes"]
+    assert [r["shard"] for r in methods.repair(st)] == ["shard-00001", "probes"]
     assert S.Store(tmp_path).verify() == []
     again = methods.run(lm, pairs, ["neuro"], store=tmp_path, probe_by=[["lang"]],
                         shard_size=12, progress=False)

@@ -281,13 +281,15 @@ def test_interrupted_sweep_resumes_from_finished_shards(lm, reference, tmp_path,
         raise KeyboardInterrupt(f"test: interrupted at {stage}")
 
     if stage == "open":
-        opened = planner.open_run
-        monkeypatch.setattr(planner, "open_run", lambda *a: (opened(*a), interrupt())[0])
+        opened = methods.open_run
+        monkeypatch.setattr(methods, "open_run", lambda *a: (opened(*a), interrupt())[0])
     elif stage == "compute":
-        compute = methods.SHARD["direct"]
-        monkeypatch.setitem(methods.SHARD, "direct", lambda lm, shard, p: (
-            interrupt() if shard.pair_id.iloc[0] == sweep_pairs[2 * SHARD] else
-            compute(lm, shard, p)))
+        compute, calls = methods.SHARD["direct"], []
+
+        def third_interrupted(lm, shard, p):  # shards 0 and 1 computed, 2 interrupted
+            calls.append(1)
+            return interrupt() if len(calls) == 3 else compute(lm, shard, p)
+        monkeypatch.setitem(methods.SHARD, "direct", third_interrupted)
     elif stage == "files":
         write = S.Run.write_shard
 
@@ -298,8 +300,7 @@ def test_interrupted_sweep_resumes_from_finished_shards(lm, reference, tmp_path,
                 interrupt()
         monkeypatch.setattr(S.Run, "write_shard", files_only)
     else:
-        monkeypatch.setattr(planner, "finish", interrupt)
-    sweep_pairs = SW.plan(sweep, tmp_path / "store")[0].used.pair_id.tolist()
+        monkeypatch.setattr(methods, "finish", interrupt)
     with pytest.raises(KeyboardInterrupt):
         SW.run_sweep(sweep, store=tmp_path / "store", progress=False)
     monkeypatch.undo()

@@ -268,7 +268,9 @@ def verify_cmd(store, repair, device, quiet):
         raise click.ClickException(f"{len(shards)} damaged shard(s) in "
                                    f"{len({r for r, _ in shards})} run(s); repair: xcomps-study "
                                    f"verify --store {store} --repair")
-    for r in st.repair(problems, device=device):
+    from .methods import repair
+
+    for r in repair(st, problems, device=device):
         click.echo(f"{r['run']}: {r['shard']} recomputed ({len(r['moved'])} damaged file(s) "
                    f"moved to {st.root / 'quarantine'})")
     left = st.verify()

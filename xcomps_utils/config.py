@@ -118,7 +118,8 @@ def nested(model: type[BaseModel], raw: Any) -> BaseModel:
 
 # --- reusable declared types ---------------------------------------------------------------------
 
-def integer(low: int, none: bool = False):
+def integer(low: int, none: bool = False) -> BeforeValidator:
+    """An integer >= ``low`` (not a bool; ``None`` too when ``none``)."""
     def check(v):
         if v is None and none:
             return None
@@ -129,7 +130,8 @@ def integer(low: int, none: bool = False):
     return BeforeValidator(check)
 
 
-def number(low: float, auto: bool = False):
+def number(low: float, auto: bool = False) -> BeforeValidator:
+    """A number >= ``low`` (not a bool; ``"auto"`` too when ``auto``)."""
     def check(v):
         if auto and v == "auto":
             return v
@@ -169,7 +171,9 @@ def names(allowed=None) -> BeforeValidator:
     return BeforeValidator(check)
 
 
-def typed(kind, what: str, allowed: str, none: bool = False):
+def typed(kind, what: str, allowed: str, none: bool = False) -> BeforeValidator:
+    """A non-empty value of ``kind`` (``None`` too when ``none``); ``what`` and ``allowed`` in
+    words for the message."""
     def check(v):
         if not (isinstance(v, kind) and v != "") and not (none and v is None):
             raise Invalid(f"{v!r} is not {what}", allowed)

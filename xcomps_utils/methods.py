@@ -47,21 +47,25 @@ resuming and keys is the store's.
 
 from __future__ import annotations
 
+import json
 import tempfile
+import time
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from . import config
-from .encoding import check_pair_texts, fit_context
+from . import config, planner
+from .encoding import fit_context
 from .models import LanguageModel
 from .planner import ID as _ID
-from .store import MEASURE_COLUMNS, Store
+from .planner import check_inputs, prepare_pairs, wording_family, wordings_of
+from .store import MEASURE_COLUMNS, Store, StoreError
 
 __all__ = ["METHODS", "DEFAULT_SHARD_SIZE", "SHARD", "Results", "run", "wide", "prepare_pairs",
-           "check_inputs", "probes", "ShardedStates"]
+           "check_inputs", "probes", "ShardedStates", "open_run", "compute_shard", "finish",
+           "execute", "repair"]
 
 #: The method names (declared in :data:`xcomps_utils.config.METHODS`).
 METHODS = tuple(config.METHODS)
@@ -70,37 +74,6 @@ DEFAULT_SHARD_SIZE = {m: d.shard_size for m, d in config.METHODS.items()}
 
 
 # --- pairs ---------------------------------------------------------------------------------------
-
-def prepare_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
-    """Pairs with every identifier column as text: ``task`` defaults to ``dataset``, ``lang`` and
-    ``subset`` to ``""``, ``item`` to ``pair_id``.
-
-    Raises:
-        TypeError: not a DataFrame.
-        ValueError: a required column (``dataset``, ``pair_id``, ``good``, ``bad``) is missing,
-            or two rows share their identifiers (names them).
-    """
-    if not isinstance(pairs, pd.DataFrame):
-        raise TypeError(f"pairs must be a pandas DataFrame of minimal pairs, got "
-                        f"{type(pairs).__name__}")
-    missing = [c for c in ("dataset", "pair_id", "good", "bad") if c not in pairs]
-    if missing:
-        raise ValueError(f"pairs lack column(s) {missing}; load them with xcomps_utils.tasks or "
-                         f"xcomps_utils.xcomps")
-    df = pairs.reset_index(drop=True).copy()
-    defaults = {"task": df["dataset"], "lang": "", "subset": "", "item": df["pair_id"]}
-    for col, default in defaults.items():
-        if col not in df:
-            df[col] = default
-    for col in _ID:
-        df[col] = df[col].astype(str)
-    dup = df.duplicated(["dataset", "task", "lang", "pair_id"], keep=False)
-    if dup.any():
-        rows = df.loc[dup, ["task", "lang", "pair_id"]].head(4).to_dict("records")
-        raise ValueError(f"{int(dup.sum())} pairs share (dataset, task, lang, pair_id), e.g. "
-                         f"{rows}; each pair needs its own id")
-    return df
-
 
 def _long(pairs: pd.DataFrame, method: str, values: dict, wording="", order="", layer=-1
           ) -> pd.DataFrame:
@@ -170,9 +143,9 @@ def _token_ppl(lm, pairs: pd.DataFrame, p: dict) -> tuple[pd.DataFrame, dict]:
     from .perplexity import build_prompt_pairs, score_prompt_pairs
 
     measures, groups, tokens = [], [], []
-    for family, sub in pairs.groupby(pairs["task"].map(_wording_family), sort=False):
+    for family, sub in pairs.groupby(pairs["task"].map(wording_family), sort=False):
         sub = sub.reset_index(drop=True)
-        pps = build_prompt_pairs(sub, _wordings(family, p["wordings"]))
+        pps = build_prompt_pairs(sub, wordings_of(family, p["wordings"]))
         r = score_prompt_pairs(lm, pps, token_budget=p["token_budget"], batch_size=p["batch_size"])
         m, g, scores = r.metrics, r.groups, r.scores
         values = [c for c in m.columns if c not in ("item", "wording", "order")]
@@ -194,27 +167,6 @@ def _token_ppl(lm, pairs: pd.DataFrame, p: dict) -> tuple[pd.DataFrame, dict]:
     return (pd.concat(measures, ignore_index=True),
             {"ppl_groups": pd.concat(groups, ignore_index=True),
              "ppl_tokens": pd.concat(tokens, ignore_index=True)})
-
-
-def _wording_family(task: str) -> str:
-    from .tasks import get
-
-    if task.startswith("xcomps"):
-        raise ValueError("token-level perplexity has no prompt wordings for XCOMPS yet")
-    return get(task).wordings
-
-
-def _wordings(family: str, wordings) -> list[dict]:
-    from .perplexity import load_wordings
-
-    ws = load_wordings(family)
-    if wordings == "all":
-        return ws
-    chosen = [w for w in ws if w["id"] in wordings]
-    if not chosen:
-        raise ValueError(f"none of the wordings {wordings} exists for {family!r}; it has "
-                         f"{[w['id'] for w in ws]}")
-    return chosen
 
 
 def _neuro(lm, pairs: pd.DataFrame, p: dict) -> tuple[None, dict]:
@@ -295,6 +247,208 @@ def probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame
 SHARD = {"direct": _direct, "meta": _meta, "token_ppl": _token_ppl, "neuro": _neuro}
 
 
+# --- the steps of a run (both executors): open, compute a shard, finish ---------------------------
+
+def open_run(spec: planner.RunSpec, lm, used: pd.DataFrame):
+    """Open (or find) the run of a spec for a loaded model: a :class:`xcomps_utils.store.Run`."""
+    from .results import provenance
+
+    prov = provenance(lm, datasets=spec.datasets, method=spec.method,
+                      token_budget=spec.p["token_budget"], batch_size=spec.p["batch_size"])
+    if spec.sweep:
+        prov["sweep"] = spec.sweep
+    return Store(spec.store).open_run(spec.key(lm.identity()), used, spec.shard_size, prov)
+
+
+def compute_shard(run, i: int, lm, used: pd.DataFrame, p: dict, wait: bool = True) -> str:
+    """Compute and write shard ``i`` under its lock: ``"written"``, ``"done"`` (finished by
+    another attempt) or ``"held"`` (another process holds it and ``wait`` is false).
+
+    Raises:
+        StoreError: the model, dtype or device kind is not the run's.
+    """
+    key = run.record["key"]
+    mine = json.loads(json.dumps(lm.identity(), default=str))
+    if any(key.get(k) != v for k, v in mine.items()):
+        raise StoreError(f"the model holds {mine}, but run {run.id} was opened with "
+                         f"{ {k: key.get(k) for k in mine} }")
+    if run.is_done(i):
+        return "done"
+    lock = run.try_lock(i)
+    if lock is None:
+        if not wait:
+            return "held"
+        lock = run.lock(i)
+        lock.acquire()
+    try:
+        if run.is_done(i):
+            return "done"
+        size = run.record["shard_size"]
+        shard = used.iloc[i * size:(i + 1) * size].reset_index(drop=True)
+        start = time.perf_counter()
+        measures, details = SHARD[key["method"]](lm, shard, p)
+        run.write_shard(i, measures, details, seconds=time.perf_counter() - start)
+        return "written"
+    finally:
+        lock.release()
+
+
+def finish(run, used: pd.DataFrame, p: dict) -> str:
+    """The run-level step after the last shard: Neuro's probes over every state shard (once:
+    the ``probes`` shard), then the run marked complete. Returns the run id.
+
+    Raises:
+        StoreError: a shard of the run is not done.
+    """
+    rec = run.record
+    missing = [i for i in range(rec["n_shards"]) if not run.is_done(i)]
+    if missing:
+        raise StoreError(f"run {run.id}: shard(s) {missing} not done; cannot finish it")
+    if rec["key"]["method"] == "neuro" and not run.is_done("probes"):
+        with run.lock("probes"):
+            if not run.is_done("probes"):
+                start = time.perf_counter()
+                out = probes(run.store, run.id, used, p)
+                run.write_shard("probes", out, seconds=time.perf_counter() - start)
+    if not run.complete:
+        run.finish()
+    return run.id
+
+
+def row(spec: planner.RunSpec, rid: str, n_shards: int, computed: int, opened: bool = True) -> dict:
+    """One row of the table of runs an executor returns (``opened``: the model was loaded
+    for it; ``False``: read complete from the store)."""
+    return {"model": spec.model, "method": spec.method, "data": spec.data, "run": rid,
+            "pairs": len(spec.used) if spec.used is not None else None, "shards": n_shards,
+            "computed": computed, "status": "complete", "opened": opened}
+
+
+def stored(spec: planner.RunSpec, device_kind: str | None = None) -> dict | None:
+    """The row of a run the store already holds complete, found without loading the model;
+    ``None`` otherwise."""
+    ident = planner.identity(spec, device_kind)
+    if ident is None:
+        return None
+    try:
+        run = Store(spec.store).run(spec.run_id(ident))
+    except KeyError:
+        return None
+    return row(spec, run.id, run.record["n_shards"], 0, False) if run.complete else None
+
+
+def execute(specs: list[planner.RunSpec], lm=None, progress: bool = True, truncate: bool = False
+            ) -> list[dict]:
+    """Compute the specs in this process: a complete run is read (its model not loaded), an
+    unfinished one resumes; a shard another process holds is left to it and waited for last.
+
+    Args:
+        lm: a loaded model for every spec (default: each spec's model loaded by name).
+        truncate: the pairs were cut to the model's context (skip the context check).
+
+    Returns:
+        one :func:`row` per spec.
+
+    Raises:
+        StoreError: the store is not writable; ValueError: a device this machine lacks, a text
+            longer than the model's context; ModelNotFoundError.
+    """
+    from tqdm.auto import tqdm
+
+    from .models import resolve_device_dtype
+    rows, todo = {}, []
+    for k, spec in enumerate(specs):
+        ident = lm.identity() if lm is not None else None
+        found = (stored(spec) if lm is None else
+                 _stored_by_id(spec, spec.run_id(ident)))
+        if found is not None:
+            rows[k] = found
+        else:
+            todo.append(k)
+    if todo:  # before any model loads: the store and the device
+        Store(specs[todo[0]].store).check_writable()
+        if lm is None:
+            for k in todo:
+                resolve_device_dtype(specs[k].device, specs[k].dtype, check=True)
+    by_model = {}
+    for k in todo:
+        s = specs[k]
+        by_model.setdefault((s.model, s.device, s.dtype, s.revision), []).append(k)
+    for (model, device, dtype, revision), ks in by_model.items():
+        m = lm if lm is not None else planner.load(model, device, dtype, revision)
+        if not truncate:  # every text fits the context, before any shard is computed
+            prompts = any(specs[k].method in ("meta", "token_ppl") for k in ks)
+            for k in ks:
+                fit_context(m, specs[k].used, together=prompts)
+        for k in ks:
+            spec = specs[k]
+            run = open_run(spec, m, spec.used)
+            n = run.record["n_shards"]
+            left = [i for i in range(n) if not run.is_done(i)]
+            size = run.record["shard_size"]
+            bar = tqdm(total=len(spec.used), initial=len(spec.used) - sum(
+                len(spec.used[i * size:(i + 1) * size]) for i in left), unit="pair",
+                desc=f"{spec.method} ({m.name})", disable=not progress)
+            written, held = 0, []
+            try:
+                for wait, shards in ((False, left), (True, held)):
+                    for i in list(shards):
+                        out = compute_shard(run, i, m, spec.used, spec.p, wait=wait)
+                        if out == "held":
+                            held.append(i)
+                            continue
+                        written += out == "written"
+                        bar.update(len(spec.used[i * size:(i + 1) * size]))
+            finally:
+                bar.close()
+            finish(run, spec.used, spec.p)
+            rows[k] = row(spec, run.id, n, written)
+    return [rows[k] for k in range(len(specs))]
+
+
+def _stored_by_id(spec: planner.RunSpec, rid: str) -> dict | None:
+    try:
+        run = Store(spec.store).run(rid)
+    except KeyError:
+        return None
+    return row(spec, rid, run.record["n_shards"], 0, False) if run.complete else None
+
+
+def repair(store: Store, problems: list[dict] | None = None, device: str = "auto") -> list[dict]:
+    """:meth:`xcomps_utils.store.Store.repair` with the run's own model, dtype, device kind and
+    parameters: recompute the damaged shards :meth:`~xcomps_utils.store.Store.verify` finds.
+
+    Args:
+        device: where to load each run's model (``"auto"``: the run's device kind).
+
+    Raises:
+        StoreError: a run that cannot be repaired (its record is unreadable, or the model
+            loaded now is not the run's: other weights or dtype).
+    """
+    import re
+
+    def recompute(run):
+        key = run.record["key"]
+        rev = key.get("model_revision")
+        lm = planner.load(key["model"], key["device"] if device == "auto" else device,
+                          key["dtype"], rev if rev and re.fullmatch(r"[0-9a-f]{40}", str(rev))
+                          else None)
+        mine = json.loads(json.dumps(lm.identity(), default=str))
+        if any(key.get(k) != v for k, v in mine.items()):
+            raise StoreError(f"cannot repair run {run.id}: it was computed with "
+                             f"{ {k: key.get(k) for k in mine} }, the model loaded now is {mine}")
+        p, used, size = planner.parameters_of(key), run.pairs(), run.record["shard_size"]
+
+        def one(name):
+            if name == "probes":  # reads the (verified) state shards
+                return probes(store, run.id, used, p), {}
+            i = int(name.removeprefix("shard-"))
+            return SHARD[key["method"]](lm, used.iloc[i * size:(i + 1) * size].reset_index(
+                drop=True), p)
+        return one
+
+    return store.repair(recompute, problems)
+
+
 @dataclass
 class Results:
     """What :func:`run` returns.
@@ -350,32 +504,6 @@ def wide(measures: pd.DataFrame) -> pd.DataFrame:
     out = measures.set_index(idx + ["measure"])["value"].unstack("measure").reset_index()
     out.columns.name = None
     return out
-
-
-def check_inputs(pairs: pd.DataFrame, methods: list[str], wordings, probe_by) -> None:
-    """What can be checked of the pairs and parameters without a model.
-
-    Raises:
-        ValueError: a bad text (names pair and field), a method the pairs cannot run, unknown
-            wordings, probe groups over columns the pairs lack.
-    """
-    check_pair_texts(pairs, ("good", "bad"))
-    if "meta" in methods:
-        need = [c for c in config.METHODS["meta"].uses if c not in pairs]
-        if need:
-            raise ValueError(f"Meta needs XCOMPS pairs (xcomps_utils.xcomps.load_languages); "
-                             f"these lack {need}")
-    if "token_ppl" in methods:
-        if wordings != "all" and (isinstance(wordings, str) or not all(
-                isinstance(w, str) for w in wordings)):
-            raise ValueError(f"wordings must be 'all' or a list of wording ids, got {wordings!r}")
-        for task in pairs["task"].unique():
-            _wordings(_wording_family(task), wordings)
-    if "neuro" in methods:
-        cols = {c for b in probe_by for c in b}
-        if not all(isinstance(b, (list, tuple)) for b in probe_by) or cols - set(pairs):
-            raise ValueError(f"probe_by must be lists of pair columns; {sorted(cols - set(pairs))}"
-                             f" are not columns of the pairs")
 
 
 def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
@@ -440,8 +568,6 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
         StoreError: the store is a file or not writable, or a run it holds is damaged (see
             :meth:`xcomps_utils.store.Store.verify`).
     """
-    from . import planner
-
     if methods is None or not isinstance(methods, (str, list, tuple, set)):
         raise ValueError(f"methods must be a method name or a list of them, any of "
                          f"{list(METHODS)}; got {methods!r}")
@@ -475,7 +601,7 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
         pairs = fit_context(lm, pairs, together=prompts, truncate=True)
     specs = planner.plan(name, pairs, methods, params, store=store.root, shard_size=shard_size,
                          device=device, dtype=dtype, revision=revision)
-    rows = planner.execute(specs, lm=lm, progress=progress, truncate=truncate)
+    rows = execute(specs, lm=lm, progress=progress, truncate=truncate)
     runs = {r["method"]: r["run"] for r in rows}
     computed = {r["method"]: r["computed"] for r in rows}
     if lm is None and any(r["opened"] for r in rows):  # loaded by execute (cached)

@@ -6,9 +6,10 @@
   in one place, :meth:`RunSpec.key` (the model identity, the method, the BOS policy, a SHA-256 of
   the pairs' identifiers and the columns the method reads, the method's parameters, the package
   version); its id is :func:`xcomps_utils.store.run_id` of that key.
-* :func:`execute` computes the specs in this process (one shard after the other); the Ray
-  executor (:mod:`xcomps_utils.ray_executor`) computes the same specs on actors. Both use
-  :func:`open_run`, :func:`compute_shard` and :func:`finish`.
+* :func:`xcomps_utils.methods.execute` computes the specs in this process (one shard after the
+  other); the Ray executor (:mod:`xcomps_utils.ray_executor`) computes the same specs on actors.
+  Both use the steps of a run in :mod:`xcomps_utils.methods` (``open_run``, ``compute_shard``,
+  ``finish``).
 
 :func:`xcomps_utils.methods.run`, ``xcomps-study run`` and ``xcomps-study sweep`` are this plan.
 """
@@ -19,7 +20,6 @@ import dataclasses
 import functools
 import hashlib
 import json
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,9 +27,10 @@ import pandas as pd
 
 from . import __version__
 from .config import METHODS, RunParameters
+from .encoding import check_pair_texts
 
-__all__ = ["PairSet", "RunSpec", "select", "plan", "execute", "identity", "load", "open_run",
-           "compute_shard", "finish", "parameters_of", "summary", "ID"]
+__all__ = ["PairSet", "RunSpec", "select", "plan", "identity", "load", "parameters_of",
+           "prepare_pairs", "check_inputs", "wording_family", "wordings_of", "summary", "ID"]
 
 #: The identifier columns of a pair (in the key and in every result row).
 ID = ["dataset", "task", "lang", "subset", "pair_id", "item"]
@@ -178,7 +179,6 @@ def plan(models, pairs, methods=None, params: dict | RunParameters | None = None
         ValueError: an unknown method or parameter, pairs a method cannot run, a bad text (see
             :func:`xcomps_utils.methods.check_inputs`).
     """
-    from .methods import check_inputs, prepare_pairs
     from .tasks import provenance
 
     p = (params if isinstance(params, RunParameters) else RunParameters(**(params or {})))
@@ -209,6 +209,89 @@ def plan(models, pairs, methods=None, params: dict | RunParameters | None = None
     return specs
 
 
+# --- checks before any model loads ---------------------------------------------------------------
+
+def prepare_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Pairs with every identifier column as text: ``task`` defaults to ``dataset``, ``lang`` and
+    ``subset`` to ``""``, ``item`` to ``pair_id``.
+
+    Raises:
+        TypeError: not a DataFrame.
+        ValueError: a required column (``dataset``, ``pair_id``, ``good``, ``bad``) is missing,
+            or two rows share their identifiers (names them).
+    """
+    if not isinstance(pairs, pd.DataFrame):
+        raise TypeError(f"pairs must be a pandas DataFrame of minimal pairs, got "
+                        f"{type(pairs).__name__}")
+    missing = [c for c in ("dataset", "pair_id", "good", "bad") if c not in pairs]
+    if missing:
+        raise ValueError(f"pairs lack column(s) {missing}; load them with xcomps_utils.tasks or "
+                         f"xcomps_utils.xcomps")
+    df = pairs.reset_index(drop=True).copy()
+    defaults = {"task": df["dataset"], "lang": "", "subset": "", "item": df["pair_id"]}
+    for col, default in defaults.items():
+        if col not in df:
+            df[col] = default
+    for col in ID:
+        df[col] = df[col].astype(str)
+    dup = df.duplicated(["dataset", "task", "lang", "pair_id"], keep=False)
+    if dup.any():
+        rows = df.loc[dup, ["task", "lang", "pair_id"]].head(4).to_dict("records")
+        raise ValueError(f"{int(dup.sum())} pairs share (dataset, task, lang, pair_id), e.g. "
+                         f"{rows}; each pair needs its own id")
+    return df
+
+
+def check_inputs(pairs: pd.DataFrame, methods: list[str], wordings, probe_by) -> None:
+    """What can be checked of the pairs and parameters without a model.
+
+    Raises:
+        ValueError: a bad text (names pair and field), a method the pairs cannot run, unknown
+            wordings, probe groups over columns the pairs lack.
+    """
+    check_pair_texts(pairs, ("good", "bad"))
+    if "meta" in methods:
+        need = [c for c in METHODS["meta"].uses if c not in pairs]
+        if need:
+            raise ValueError(f"Meta needs XCOMPS pairs (xcomps_utils.xcomps.load_languages); "
+                             f"these lack {need}")
+    if "token_ppl" in methods:
+        if wordings != "all" and (isinstance(wordings, str) or not all(
+                isinstance(w, str) for w in wordings)):
+            raise ValueError(f"wordings must be 'all' or a list of wording ids, got {wordings!r}")
+        for task in pairs["task"].unique():
+            wordings_of(wording_family(task), wordings)
+    if "neuro" in methods:
+        cols = {c for b in probe_by for c in b}
+        if not all(isinstance(b, (list, tuple)) for b in probe_by) or cols - set(pairs):
+            raise ValueError(f"probe_by must be lists of pair columns; {sorted(cols - set(pairs))}"
+                             f" are not columns of the pairs")
+
+
+def wording_family(task: str) -> str:
+    """The token-level perplexity wordings family of a task (ValueError: XCOMPS has none)."""
+    from .tasks import get
+
+    if task.startswith("xcomps"):
+        raise ValueError("token-level perplexity has no prompt wordings for XCOMPS yet")
+    return get(task).wordings
+
+
+def wordings_of(family: str, wordings) -> list[dict]:
+    """The chosen wordings (``"all"`` or ids) of a family (ValueError: none of them exists)."""
+    from .perplexity import load_wordings
+
+    ws = load_wordings(family)
+    if wordings == "all":
+        return ws
+    chosen = [w for w in ws if w["id"] in wordings]
+    if not chosen:
+        raise ValueError(f"none of the wordings {wordings} exists for {family!r}; it has "
+                         f"{[w['id'] for w in ws]}")
+    return chosen
+
+
+
 # --- the model ------------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=1)
@@ -231,181 +314,6 @@ def identity(spec: RunSpec, device_kind: str | None = None) -> dict | None:
     except Exception:  # noqa: BLE001 - loading the model says why
         return None
     return ident if ident.get("model_revision") is not None else None
-
-
-# --- the steps of a run: open, compute a shard, finish ------------------------------------------
-
-def open_run(spec: RunSpec, lm, used: pd.DataFrame):
-    """Open (or find) the run of a spec for a loaded model: a :class:`xcomps_utils.store.Run`."""
-    from .results import provenance
-    from .store import Store
-
-    prov = provenance(lm, datasets=spec.datasets, method=spec.method,
-                      token_budget=spec.p["token_budget"], batch_size=spec.p["batch_size"])
-    if spec.sweep:
-        prov["sweep"] = spec.sweep
-    return Store(spec.store).open_run(spec.key(lm.identity()), used, spec.shard_size, prov)
-
-
-def compute_shard(run, i: int, lm, used: pd.DataFrame, p: dict, wait: bool = True) -> str:
-    """Compute and write shard ``i`` under its lock: ``"written"``, ``"done"`` (finished by
-    another attempt) or ``"held"`` (another process holds it and ``wait`` is false).
-
-    Raises:
-        StoreError: the model, dtype or device kind is not the run's.
-    """
-    from .methods import SHARD
-    from .store import StoreError
-
-    key = run.record["key"]
-    mine = json.loads(json.dumps(lm.identity(), default=str))
-    if any(key.get(k) != v for k, v in mine.items()):
-        raise StoreError(f"the model holds {mine}, but run {run.id} was opened with "
-                         f"{ {k: key.get(k) for k in mine} }")
-    if run.is_done(i):
-        return "done"
-    lock = run.lock(i) if wait else run.try_lock(i)
-    if lock is None:
-        return "held"
-    with lock:
-        if run.is_done(i):
-            return "done"
-        size = run.record["shard_size"]
-        shard = used.iloc[i * size:(i + 1) * size].reset_index(drop=True)
-        start = time.perf_counter()
-        measures, details = SHARD[key["method"]](lm, shard, p)
-        run.write_shard(i, measures, details, seconds=time.perf_counter() - start)
-        return "written"
-
-
-def finish(run, used: pd.DataFrame, p: dict) -> str:
-    """The run-level step after the last shard: Neuro's probes over every state shard (once:
-    the ``probes`` shard), then the run marked complete. Returns the run id.
-
-    Raises:
-        StoreError: a shard of the run is not done.
-    """
-    from .methods import probes
-    from .store import StoreError
-
-    rec = run.record
-    missing = [i for i in range(rec["n_shards"]) if not run.is_done(i)]
-    if missing:
-        raise StoreError(f"run {run.id}: shard(s) {missing} not done; cannot finish it")
-    if rec["key"]["method"] == "neuro" and not run.is_done("probes"):
-        with run.lock("probes"):
-            if not run.is_done("probes"):
-                start = time.perf_counter()
-                out = probes(run.store, run.id, used, p)
-                run.write_shard("probes", out, seconds=time.perf_counter() - start)
-    if not run.complete:
-        run.finish()
-    return run.id
-
-
-def row(spec: RunSpec, rid: str, n_shards: int, computed: int, opened: bool = True) -> dict:
-    """One row of the table of runs an executor returns (``opened``: the model was loaded
-    for it; ``False``: read complete from the store)."""
-    return {"model": spec.model, "method": spec.method, "data": spec.data, "run": rid,
-            "pairs": len(spec.used) if spec.used is not None else None, "shards": n_shards,
-            "computed": computed, "status": "complete", "opened": opened}
-
-
-def stored(spec: RunSpec, device_kind: str | None = None) -> dict | None:
-    """The row of a run the store already holds complete, found without loading the model;
-    ``None`` otherwise."""
-    from .store import Store
-
-    ident = identity(spec, device_kind)
-    if ident is None:
-        return None
-    try:
-        run = Store(spec.store).run(spec.run_id(ident))
-    except KeyError:
-        return None
-    return row(spec, run.id, run.record["n_shards"], 0, False) if run.complete else None
-
-
-def execute(specs: list[RunSpec], lm=None, progress: bool = True, truncate: bool = False
-            ) -> list[dict]:
-    """Compute the specs in this process: a complete run is read (its model not loaded), an
-    unfinished one resumes; a shard another process holds is left to it and waited for last.
-
-    Args:
-        lm: a loaded model for every spec (default: each spec's model loaded by name).
-        truncate: the pairs were cut to the model's context (skip the context check).
-
-    Returns:
-        one :func:`row` per spec.
-
-    Raises:
-        StoreError: the store is not writable; ValueError: a device this machine lacks, a text
-            longer than the model's context; ModelNotFoundError.
-    """
-    from tqdm.auto import tqdm
-
-    from .encoding import fit_context
-    from .models import resolve_device_dtype
-    from .store import Store
-
-    rows, todo = {}, []
-    for k, spec in enumerate(specs):
-        ident = lm.identity() if lm is not None else None
-        found = (stored(spec) if lm is None else
-                 _stored_by_id(spec, spec.run_id(ident)))
-        if found is not None:
-            rows[k] = found
-        else:
-            todo.append(k)
-    if todo:  # before any model loads: the store and the device
-        Store(specs[todo[0]].store).check_writable()
-        if lm is None:
-            for k in todo:
-                resolve_device_dtype(specs[k].device, specs[k].dtype, check=True)
-    by_model = {}
-    for k in todo:
-        s = specs[k]
-        by_model.setdefault((s.model, s.device, s.dtype, s.revision), []).append(k)
-    for (model, device, dtype, revision), ks in by_model.items():
-        m = lm if lm is not None else load(model, device, dtype, revision)
-        if not truncate:  # every text fits the context, before any shard is computed
-            prompts = any(specs[k].method in ("meta", "token_ppl") for k in ks)
-            for k in ks:
-                fit_context(m, specs[k].used, together=prompts)
-        for k in ks:
-            spec = specs[k]
-            run = open_run(spec, m, spec.used)
-            n = run.record["n_shards"]
-            left = [i for i in range(n) if not run.is_done(i)]
-            size = run.record["shard_size"]
-            bar = tqdm(total=len(spec.used), initial=len(spec.used) - sum(
-                len(spec.used[i * size:(i + 1) * size]) for i in left), unit="pair",
-                desc=f"{spec.method} ({m.name})", disable=not progress)
-            written, held = 0, []
-            try:
-                for wait, shards in ((False, left), (True, held)):
-                    for i in list(shards):
-                        out = compute_shard(run, i, m, spec.used, spec.p, wait=wait)
-                        if out == "held":
-                            held.append(i)
-                            continue
-                        written += out == "written"
-                        bar.update(len(spec.used[i * size:(i + 1) * size]))
-            finally:
-                bar.close()
-            finish(run, spec.used, spec.p)
-            rows[k] = row(spec, run.id, n, written)
-    return [rows[k] for k in range(len(specs))]
-
-
-def _stored_by_id(spec: RunSpec, rid: str) -> dict | None:
-    from .store import Store
-
-    try:
-        run = Store(spec.store).run(rid)
-    except KeyError:
-        return None
-    return row(spec, rid, run.record["n_shards"], 0, False) if run.complete else None
 
 
 def summary(measures: pd.DataFrame) -> pd.DataFrame:

@@ -4,10 +4,10 @@ Each actor (:class:`Replica`, ``num_gpus=1``) holds one model replica, loaded on
 only when the queue moves on to the next model. The driver hands each idle actor a shard (a few
 bytes: run id and shard number; the pairs travel once per run through the object store) and the
 actor writes the shard's files into the store itself (on a cluster, a folder every node mounts),
-with :func:`xcomps_utils.planner.compute_shard` under the shard's file lock. A killed actor is
+with :func:`xcomps_utils.methods.compute_shard` under the shard's file lock. A killed actor is
 restarted and its shard retried (``max_retries``); the done markers and the lock make every shard
 written once. Neuro's run-level step (the probes over every state shard) runs once, as a CPU
-task, after the run's last shard (:func:`xcomps_utils.planner.finish`).
+task, after the run's last shard (:func:`xcomps_utils.methods.finish`).
 
 Why actors and not Ray Data ``map_batches``: the unit of work is a store shard with a side effect
 (its files, then its done marker), not a stream of rows into a sink. With actors the shard stays
@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from . import methods as M
 from . import planner as P
 
 __all__ = ["Replica", "execute"]
@@ -53,7 +54,7 @@ class Replica:
     def open(self, spec: P.RunSpec, pairs) -> dict:
         """Load the model and open (or find) the run: its id, shard count, unfinished shards
         and status."""
-        run = P.open_run(spec, self._lm(spec), self._used(None, pairs))
+        run = M.open_run(spec, self._lm(spec), self._used(None, pairs))
         self._pairs = {run.id: self._pairs[None]}
         rec = run.record
         return {"run": run.id, "n_shards": rec["n_shards"], "complete": rec["status"] == "complete",
@@ -61,13 +62,13 @@ class Replica:
 
     def shard(self, spec: P.RunSpec, rid: str, i: int, pairs) -> str:
         """Compute and commit shard ``i`` of run ``rid``: ``"written"`` or ``"done"`` (finished
-        by another attempt first; see :func:`xcomps_utils.planner.compute_shard`)."""
+        by another attempt first; see :func:`xcomps_utils.methods.compute_shard`)."""
         from .store import Store
 
         run = Store(spec.store).run(rid)
         if run.is_done(i):
             return "done"
-        return P.compute_shard(run, i, self._lm(spec), self._used(rid, pairs), spec.p)
+        return M.compute_shard(run, i, self._lm(spec), self._used(rid, pairs), spec.p)
 
     def pid(self) -> int:
         return os.getpid()
@@ -78,7 +79,7 @@ def _finish(spec: P.RunSpec, rid: str, pairs) -> str:
 
     from .store import Store
 
-    return P.finish(Store(spec.store).run(rid), ray.get(pairs[0]), spec.p)
+    return M.finish(Store(spec.store).run(rid), ray.get(pairs[0]), spec.p)
 
 
 @dataclass
@@ -128,7 +129,7 @@ def execute(ray, specs: list[P.RunSpec], cfg: dict, address=None, progress=True
             max_retries).
 
     Returns:
-        ``(one planner.row per spec, replicas used)``.
+        ``(one methods.row per spec, replicas used)``.
     """
     started = not ray.is_initialized()
     if started:
@@ -146,7 +147,7 @@ def _schedule(ray, specs, cfg, progress):
     from .store import Store
 
     n_gpu = _replicas(ray, cfg, 1)[1]["num_gpus"]
-    rows = {k: P.stored(s, "cuda" if n_gpu else "cpu") for k, s in enumerate(specs)}
+    rows = {k: M.stored(s, "cuda" if n_gpu else "cpu") for k, s in enumerate(specs)}
     todo = [k for k, r in rows.items() if r is None]
     if not todo:
         return [rows[k] for k in range(len(specs))], 0
@@ -186,7 +187,7 @@ def _schedule(ray, specs, cfg, progress):
             _, (kind, k, i) = pool.inflight.pop(ref)
             out, r = ray.get(ref), runs[k]
             if kind == "finish":
-                rows[k] = P.row(specs[k], r.info["run"], r.info["n_shards"], r.written)
+                rows[k] = M.row(specs[k], r.info["run"], r.info["n_shards"], r.written)
                 continue
             if kind == "open":
                 r.info, r.left = out, len(out["todo"])

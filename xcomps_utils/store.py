@@ -444,25 +444,23 @@ class Store:
             raise StoreError(f"run {rid}: {where}{first['file']} {first['problem']}{more}; "
                              f"repair: xcomps-study verify --store {self.root} --repair")
 
-    def repair(self, problems: list[dict] | None = None, device: str = "auto") -> list[dict]:
+    def repair(self, recompute, problems: list[dict] | None = None) -> list[dict]:
         """Recompute the damaged shards :meth:`verify` finds (or those of ``problems``), and only
-        them, with the run's own model, dtype, device kind and parameters. The damaged shard's
-        files and marker are moved to ``<root>/quarantine/<time>/`` (nothing is deleted); every
-        other file stays as it is.
+        them (:func:`xcomps_utils.methods.repair` recomputes with the run's own model, dtype,
+        device kind and parameters). The damaged shard's files and marker are moved to
+        ``<root>/quarantine/<time>/`` (nothing is deleted); every other file stays as it is.
 
         Args:
-            device: where to load each run's model (``"auto"``: the run's device kind).
+            recompute: ``recompute(run)`` -> a function ``(shard name) -> (measures,
+                details)`` for that run (called once per damaged run).
 
         Returns:
             one ``{"run", "shard", "moved"}`` per repaired shard.
 
         Raises:
-            StoreError: a run that cannot be repaired (its run record is unreadable, or the
-                model loaded now is not the run's: other weights or dtype).
+            StoreError: a problem that is not a shard's (an unreadable run record), and what
+                ``recompute`` raises.
         """
-        from . import planner
-        from .methods import SHARD, probes
-
         problems = self.verify() if problems is None else problems
         damaged: dict[str, list[str]] = {}
         for pr in problems:
@@ -475,30 +473,14 @@ class Store:
         out = []
         for rid, names in damaged.items():
             run = Run(self, rid)
-            rec = run.record
-            key = rec["key"]
-            lm = planner.load(key["model"], key["device"] if device == "auto" else device,
-                         key["dtype"], key["model_revision"] if key.get("model_revision")
-                         and re.fullmatch(r"[0-9a-f]{40}", str(key["model_revision"])) else None)
-            mine = json.loads(json.dumps(lm.identity(), default=str))
-            if any(key.get(k) != v for k, v in mine.items()):
-                raise StoreError(f"cannot repair run {rid}: it was computed with "
-                                 f"{ {k: key.get(k) for k in mine} }, the model loaded now is "
-                                 f"{mine}")
-            p = planner.parameters_of(key)
-            used = run.pairs()
-            size = rec["shard_size"]
+            one = recompute(run)
             for name in sorted(names, key=lambda n: (n == "probes", n)):
                 moved = self._quarantine(rid, name, stamp)
                 self._repairing.add((rid, name))
                 try:
-                    if name == "probes":  # reads the (verified) state shards
-                        measures, details = probes(self, rid, used, p), {}
-                    else:
-                        i = int(name.removeprefix("shard-"))
-                        shard = used.iloc[i * size:(i + 1) * size].reset_index(drop=True)
-                        measures, details = SHARD[key["method"]](lm, shard, p)
-                    run.commit_shard(name if name == "probes" else i, measures, details)
+                    measures, details = one(name)
+                    run.commit_shard(name if name == "probes" else
+                                     int(name.removeprefix("shard-")), measures, details)
                 finally:
                     self._repairing.discard((rid, name))
                 out.append({"run": rid, "shard": name, "moved": moved})

@@ -8,7 +8,7 @@ declared (pydantic) here and in :mod:`xcomps_utils.config`; :func:`load_sweep` v
 :func:`xcomps_utils.methods.run` (and ``xcomps-study run``) make of the same selection, so either
 one reads, resumes or completes the other's. :func:`run_sweep` computes their unfinished shards
 on Ray (:mod:`xcomps_utils.ray_executor`: one model replica per GPU) or, without Ray or with
-``executor: local``, in this process (:func:`xcomps_utils.planner.execute`).
+``executor: local``, in this process (:func:`xcomps_utils.methods.execute`).
 
 Example::
 
@@ -260,7 +260,9 @@ def run_sweep(sweep: Sweep, *, executor: str | None = None, address: str | None 
     start = time.perf_counter()
     specs = plan(sweep, store)
     if ray is None:
-        rows, replicas, name = P.execute(specs, progress=progress), 1, "local"
+        from .methods import execute
+
+        rows, replicas, name = execute(specs, progress=progress), 1, "local"
     else:
         from .ray_executor import execute
 
