@@ -14,6 +14,7 @@ prefixed with the file it came from.
 from __future__ import annotations
 
 import difflib
+import numbers
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -123,10 +124,10 @@ def integer(low: int, none: bool = False) -> BeforeValidator:
     def check(v):
         if v is None and none:
             return None
-        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < low:
             raise Invalid(f"{v!r} is not an integer >= {low}",
                           f"an integer >= {low}" + (" or null" if none else ""))
-        return v
+        return int(v)
     return BeforeValidator(check)
 
 
@@ -157,7 +158,7 @@ def names(allowed=None) -> BeforeValidator:
     (a sequence, or a function returning one) when given."""
     def check(v):
         values = allowed() if callable(allowed) else allowed
-        v = [v] if isinstance(v, str) else v
+        v = [v] if isinstance(v, str) else list(v) if isinstance(v, tuple) else v
         if not isinstance(v, list) or not v or not all(isinstance(x, str) and x for x in v):
             raise Invalid(f"{v!r} is not a non-empty list of names",
                           ", ".join(values) if values else "a list of strings")
