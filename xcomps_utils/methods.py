@@ -323,10 +323,11 @@ def row(spec: planner.RunSpec, rid: str, n_shards: int, computed: int, opened: b
             "computed": computed, "status": "complete", "opened": opened}
 
 
-def stored(spec: planner.RunSpec, device_kind: str | None = None) -> dict | None:
-    """The row of a run the store already holds complete, found without loading the model;
-    ``None`` otherwise."""
-    ident = planner.identity(spec, device_kind)
+def stored(spec: planner.RunSpec, device_kind: str | None = None, ident: dict | None = None
+           ) -> dict | None:
+    """The row of a run the store already holds complete, found without loading the model
+    (``ident``: the identity of a loaded model); ``None`` otherwise."""
+    ident = ident or planner.identity(spec, device_kind)
     if ident is None:
         return None
     try:
@@ -355,11 +356,10 @@ def execute(specs: list[planner.RunSpec], lm=None, progress: bool = True, trunca
     from tqdm.auto import tqdm
 
     from .models import resolve_device_dtype
+
     rows, todo = {}, []
     for k, spec in enumerate(specs):
-        ident = lm.identity() if lm is not None else None
-        found = (stored(spec) if lm is None else
-                 _stored_by_id(spec, spec.run_id(ident)))
+        found = stored(spec, ident=lm.identity() if lm is not None else None)
         if found is not None:
             rows[k] = found
         else:
@@ -403,14 +403,6 @@ def execute(specs: list[planner.RunSpec], lm=None, progress: bool = True, trunca
             finish(run, spec.used, spec.p)
             rows[k] = row(spec, run.id, n, written)
     return [rows[k] for k in range(len(specs))]
-
-
-def _stored_by_id(spec: planner.RunSpec, rid: str) -> dict | None:
-    try:
-        run = Store(spec.store).run(rid)
-    except KeyError:
-        return None
-    return row(spec, rid, run.record["n_shards"], 0, False) if run.complete else None
 
 
 def repair(store: Store, problems: list[dict] | None = None, device: str = "auto") -> list[dict]:
