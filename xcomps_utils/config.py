@@ -35,24 +35,42 @@ class Method:
             ``pairs_sha256``, in this order).
         needs: ``"xcomps"`` (XCOMPS pairs only), ``"tasks"`` (not XCOMPS) or ``""``.
         why: the reason for ``needs``, in words (for the error message).
+        parameters: the :class:`RunParameters` fields that enter its run key.
+        fingerprints: ``(key, "module:function")``: a function of the package returning the
+            SHA-256 of a file the method reads (prompt templates), entered into the key.
+        protocol: fixed descriptions of what it computes, entered into the key (a new protocol,
+            new runs).
+        bos_policy: whether it follows the run's ``bos_policy`` (else always ``"bos"``).
     """
 
     shard_size: int
     uses: tuple[str, ...]
     needs: str = ""
     why: str = ""
+    parameters: tuple[str, ...] = ()
+    fingerprints: tuple[tuple[str, str], ...] = ()
+    protocol: tuple[tuple[str, str], ...] = ()
+    bos_policy: bool = False
 
 
 #: The methods (the computation of one shard of each is ``xcomps_utils.methods.SHARD[name]``).
 METHODS: dict[str, Method] = {
-    "direct": Method(1000, ("good", "bad")),
+    "direct": Method(1000, ("good", "bad"), bos_policy=True),
     "meta": Method(500, ("good", "bad", "property_phrase", "acceptable_concept",
                          "unacceptable_concept", "prefix_acceptable", "prefix_unacceptable"),
-                   "xcomps", "Meta needs XCOMPS pairs"),
+                   "xcomps", "Meta needs XCOMPS pairs", parameters=("use_chat_template",),
+                   fingerprints=(("templates_sha256", "xcomps_utils.meta:meta_templates_sha256"),)),
     "neuro": Method(1000, ("good", "bad", "property", "acceptable_concept",
-                           "unacceptable_concept")),
+                           "unacceptable_concept"),
+                    parameters=("probe_by", "n_splits", "inner_splits", "seed"),
+                    protocol=(("protocol", "item-whole concept-disjoint folds (training purged of "
+                                           "test concepts), nested layer choice, label-permutation "
+                                           "null (19, per language)"),
+                              ("layers", "embedding + every block, last after the final norm"))),
     "token_ppl": Method(50, ("good", "bad", "good_pivots", "bad_pivots"), "tasks",
-                        "token-level perplexity has no prompt wordings for XCOMPS yet"),
+                        "token-level perplexity has no prompt wordings for XCOMPS yet",
+                        parameters=("wordings",),
+                        fingerprints=(("wordings_sha256", "xcomps_utils.perplexity:wordings_sha256"),)),
 }
 #: Model dtypes a run may ask for (``auto``: bfloat16 on CUDA, float32 on CPU).
 DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -328,7 +346,7 @@ def pair_sets(v):
     return v
 
 
-# --- Meta templates (xcomps_utils/resources/meta_templates.json) ---------------------------------
+# --- Meta templates (data/meta_templates.json) ---------------------------------
 
 def _text(v):
     if not isinstance(v, str):

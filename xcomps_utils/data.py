@@ -255,7 +255,7 @@ def read_jsonl(path: Path) -> list[tuple[int, dict]]:
 
 
 def blimp_phenomena() -> list[str]:
-    """The 67 BLiMP phenomena (file stems) listed in ``xcomps_utils/resources/blimp.json``."""
+    """The 67 BLiMP phenomena (file stems) listed in ``data/blimp.json``."""
     return [f.removesuffix(".jsonl") for f in manifest("blimp")["files"]]
 
 

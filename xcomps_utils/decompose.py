@@ -393,7 +393,7 @@ def decompose_pairs(pairs: pd.DataFrame, tokens: pd.DataFrame, *, bos_policy: st
             cache[text] = TokenScores.from_table(by_text[text], text, bos_policy)
         return cache[text]
 
-    rows, groups, toks = [], [], []
+    rows, groups, toks, keys = [], [], [], []
     has_concepts = "acceptable_concept" in pairs and "unacceptable_concept" in pairs
     for r in tqdm(pairs.itertuples(index=False), total=len(pairs), disable=not progress,
                   desc="decomposing", unit="pair"):
@@ -402,11 +402,11 @@ def decompose_pairs(pairs: pd.DataFrame, tokens: pd.DataFrame, *, bos_policy: st
         summary, g, t = split_pair(scores(r.good), scores(r.bad),
                                    r.acceptable_concept if has_concepts else None,
                                    r.unacceptable_concept if has_concepts else None, words=words)
-        key = {"lang": r.lang, "pair_id": str(r.pair_id)}
-        rows.append({**key, **summary})
-        groups.append(g.assign(**key))
-        t = t.merge(g[["group", "delta_s"]], on="group", how="left")
-        toks.append(t.assign(**key))
+        key = (r.lang, str(r.pair_id))
+        rows.append({"lang": key[0], "pair_id": key[1], **summary})
+        groups.append(g)
+        toks.append(t.assign(delta_s=t["group"].map(dict(zip(g["group"], g["delta_s"])))))
+        keys.append(key)
     table = pd.DataFrame(rows)
     base = pairs.assign(pair_id=pairs["pair_id"].astype(str))
     out = base.merge(table, on=["lang", "pair_id"], how="inner")
@@ -417,9 +417,17 @@ def decompose_pairs(pairs: pd.DataFrame, tokens: pd.DataFrame, *, bos_policy: st
     lang_table = languages().set_index("iso")
     out["morphology"] = out["lang"].map(lang_table["morphological_type"])
     out["resource_level"] = out["lang"].map(lang_table["resource_level"])
-    front = ["lang", "pair_id"]
-    return Decomposition(out, pd.concat(groups, ignore_index=True)[front + list(g.columns)],
-                         pd.concat(toks, ignore_index=True)[front + list(t.columns)])
+    return Decomposition(out, _keyed(groups, keys), _keyed(toks, keys))
+
+
+def _keyed(frames: list[pd.DataFrame], keys: list[tuple[str, str]]) -> pd.DataFrame:
+    """The frames of every pair, one below the other, led by the pair's ``lang`` and
+    ``pair_id``."""
+    n = [len(f) for f in frames]
+    body = pd.concat(frames, ignore_index=True)
+    lead = pd.DataFrame({"lang": np.repeat([k[0] for k in keys], n),
+                         "pair_id": np.repeat([k[1] for k in keys], n)})
+    return pd.concat([lead, body], axis=1)
 
 
 def proportion_summary(decomposed: pd.DataFrame, by: str | list[str] = "lang",

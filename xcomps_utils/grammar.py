@@ -2,7 +2,7 @@
 sits.
 
 Three licensed benchmarks of grammatical minimal pairs outside English, read from the files of a
-pinned upstream commit (manifests ``xcomps_utils/resources/{clams,turblimp,sling}.json``, every
+pinned upstream commit (manifests ``data/{clams,turblimp,sling}.json``, every
 file's SHA-256 checked before a row is read, as for BLiMP; :func:`xcomps_utils.data.dataset_file`):
 
 =======================  ===============================================================  ======

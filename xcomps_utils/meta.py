@@ -13,7 +13,7 @@ the whole vocabulary, ``p(good) + p(bad)``, is reported: a low mass means the mo
 say something else, and the comparison then means little.
 
 The templates, one per language of the language table (17 XCOMPS languages and English), are
-package data, ``xcomps_utils/resources/meta_templates.json``: question, answer cue, whether a
+package data, ``data/meta_templates.json``: question, answer cue, whether a
 space separates cue and answer, and the option rule (which determiners may stand before the
 concept in a sentence's subject prefix, how its sentence-initial capital is undone). Each names
 its source and review status; all are the project's own wording, not reviewed by native
@@ -51,7 +51,7 @@ LOWERCASE_RULES = ("first", "determiner", "none")
 
 
 def meta_templates_file() -> Path:
-    """``xcomps_utils/resources/meta_templates.json``."""
+    """``data/meta_templates.json``."""
     return resources_dir() / "meta_templates.json"
 
 
@@ -132,7 +132,7 @@ def _load(path: str, mtime: float) -> dict:
     for lang, t in data["templates"].items():
         if lang not in known:
             raise DataError(f"{path}, language {lang!r}: not in the language table "
-                            f"xcomps_utils/resources/languages.csv")
+                            f"data/languages.csv")
         out[lang] = _validate(path, lang, t)
     return out
 
@@ -228,7 +228,7 @@ def _chat_context(tokenizer, question: str, answer_cue: str) -> str:
 
 def meta_template(lang: str, path=None) -> dict:
     """The metalinguistic (Meta) template of a language, from the one template file
-    ``xcomps_utils/resources/meta_templates.json`` (validated on load, see
+    ``data/meta_templates.json`` (validated on load, see
     :func:`load_meta_templates`): ``question`` with ``{property_phrase}``, ``{option_1}``,
     ``{option_2}``; ``answer`` (the answer cue); ``space`` (whether a space separates the cue
     from the option); the option rule ``determiners``, ``lowercase``, ``lowercase_map`` (see

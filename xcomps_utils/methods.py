@@ -201,44 +201,73 @@ _LAYER_MEASURES = ("f1", "balanced_accuracy", "mcc", "null_q95", "convergence_wa
 
 def probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame:
     """Neuro's run-level step: the probes of every ``probe_by`` group over the run's state
-    shards (long measures, ``layer`` -1 for a group's summary)."""
-    from .probing import DEFAULT_N_PERMUTATIONS, ProbeError, probe_pairs
+    shards (long measures, ``layer`` -1 for a group's summary).
+
+    The groups' probes run in :data:`xcomps_utils.probing.PROBE_JOBS` worker processes
+    (joblib), the groups with a permutation null first; every fit is single-threaded and seeded,
+    so the numbers do not depend on the number of workers (tested)."""
+    from joblib import Parallel, delayed
+
+    from .probing import DEFAULT_N_PERMUTATIONS, PROBE_JOBS, probe_sentences
 
     states = ShardedStates(store, rid)
     item = "property" if "property" in pairs else "item"
-    frames = []
+    groups = []
     for by in p["probe_by"]:
         by = list(by)
         for key, sub in pairs.groupby(by, sort=False) if by else [((), pairs)]:
             key = key if isinstance(key, tuple) else (key,)
             # the permutation null for each probe over all negative types (one per language)
             n_perm = DEFAULT_N_PERMUTATIONS if "subset" not in by else 0
-            try:
-                by_layer, summary = probe_pairs(states, states.index, sub, item=item,
-                                                n_splits=p["n_splits"],
-                                                inner_splits=p["inner_splits"], seed=p["seed"],
-                                                n_permutations=n_perm)
-            except ProbeError as err:
-                warnings.warn(f"neuro: no probe for {dict(zip(by, key))}: {err}")
-                continue
-            ids = {c: (sub[c].iat[0] if sub[c].nunique() == 1 else "all") for c in _ID}
-            ids.update(pair_id="", item="", **dict(zip(by, map(str, key))))
-            for c in ("lang", "subset"):
-                if c not in by:
-                    ids[c] = "all"
-            for measure in [m for m in _LAYER_MEASURES if m in by_layer]:
-                f = pd.DataFrame({**ids, "method": "neuro", "wording": "", "order": "",
-                                  "layer": by_layer["layer"].to_numpy(), "measure": measure,
-                                  "value": by_layer[measure].to_numpy(dtype=np.float64)})
-                frames.append(f[MEASURE_COLUMNS])
-            summary["concept_disjoint"] = float(summary["leaked_concepts"] == 0)
-            summary["items_whole"] = float(summary.pop("grouping") in ("item+concept",
-                                                                       "item, purged"))
-            f = pd.DataFrame({**ids, "method": "neuro", "wording": "", "order": "", "layer": -1,
-                              "measure": list(summary), "value": np.asarray(
-                                  list(summary.values()), dtype=np.float64)})
+            texts = list(dict.fromkeys(probe_sentences(sub, item)["text"]))
+            groups.append((by, key, sub, n_perm, texts))
+    order = sorted(range(len(groups)), key=lambda i: -groups[i][3])  # the longest first
+    jobs = min(PROBE_JOBS, len(groups)) or 1
+    done = Parallel(n_jobs=jobs)(
+        delayed(_probe_group)(states[[states.index[t] for t in groups[i][4]]],
+                              {t: r for r, t in enumerate(groups[i][4])}, groups[i][2], item,
+                              p, groups[i][3])
+        for i in order)
+    results = dict(zip(order, done))
+    frames = []
+    for i, (by, key, sub, _, _) in enumerate(groups):
+        if isinstance(results[i], str):
+            warnings.warn(f"neuro: no probe for {dict(zip(by, key))}: {results[i]}")
+            continue
+        by_layer, summary = results[i]
+        ids = {c: (sub[c].iat[0] if sub[c].nunique() == 1 else "all") for c in _ID}
+        ids.update(pair_id="", item="", **dict(zip(by, map(str, key))))
+        for c in ("lang", "subset"):
+            if c not in by:
+                ids[c] = "all"
+        for measure in [m for m in _LAYER_MEASURES if m in by_layer]:
+            f = pd.DataFrame({**ids, "method": "neuro", "wording": "", "order": "",
+                              "layer": by_layer["layer"].to_numpy(), "measure": measure,
+                              "value": by_layer[measure].to_numpy(dtype=np.float64)})
             frames.append(f[MEASURE_COLUMNS])
+        summary["concept_disjoint"] = float(summary["leaked_concepts"] == 0)
+        summary["items_whole"] = float(summary.pop("grouping") in ("item+concept",
+                                                                   "item, purged"))
+        f = pd.DataFrame({**ids, "method": "neuro", "wording": "", "order": "", "layer": -1,
+                          "measure": list(summary), "value": np.asarray(
+                              list(summary.values()), dtype=np.float64)})
+        frames.append(f[MEASURE_COLUMNS])
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=MEASURE_COLUMNS)
+
+
+def _probe_group(states: np.ndarray, index: dict, sub: pd.DataFrame, item: str, p: dict,
+                 n_perm: int):
+    """One group's :func:`~xcomps_utils.probing.probe_pairs` (in a worker: its permutation
+    null in this process); a :class:`~xcomps_utils.probing.ProbeError` comes back as its
+    message."""
+    from .probing import ProbeError, probe_pairs
+
+    try:
+        return probe_pairs(states, index, sub, item=item, n_splits=p["n_splits"],
+                           inner_splits=p["inner_splits"], seed=p["seed"],
+                           n_permutations=n_perm, n_jobs=1)
+    except ProbeError as err:
+        return str(err)
 
 
 #: The computation of one shard of each method: ``(model, pairs, parameters) -> (measures,

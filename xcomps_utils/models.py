@@ -40,8 +40,12 @@ from urllib.parse import urlsplit
 import torch
 from filelock import FileLock
 
+from .config import DTYPES
 from .data import file_sha256
 from .paths import cache_dir
+
+#: Short names accepted for the dtypes of :data:`xcomps_utils.config.DTYPES`.
+DTYPE_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 __all__ = ["LanguageModel", "EMBEDDED_MODELS", "ModelNotFoundError", "load_model",
            "check_model", "model_identity", "resolve_device_dtype"]
@@ -156,14 +160,15 @@ def resolve_device_dtype(device: str | torch.device | None = "auto",
         raise ValueError("device 'mps' is not available on this machine; use cpu (or auto)")
     if dtype in (None, "auto"):
         dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    known = [n for n in DTYPES if n != "auto"]  # the one declaration (xcomps_utils.config)
     if isinstance(dtype, str):
-        names = {"float32": torch.float32, "fp32": torch.float32, "bfloat16": torch.bfloat16,
-                 "bf16": torch.bfloat16, "float16": torch.float16, "fp16": torch.float16}
-        if dtype not in names:
-            raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(names)}")
-        dtype = names[dtype]
-    if dtype not in (torch.float32, torch.bfloat16, torch.float16):
-        raise ValueError(f"unsupported dtype {dtype!r}; use float32, bfloat16 or float16")
+        name = DTYPE_ALIASES.get(dtype, dtype)
+        if name not in known:
+            raise ValueError(f"unknown dtype {dtype!r}; use one of "
+                             f"{sorted(known + list(DTYPE_ALIASES))}")
+        dtype = getattr(torch, name)
+    if dtype not in [getattr(torch, n) for n in known]:
+        raise ValueError(f"unsupported dtype {dtype!r}; use {', '.join(known)}")
     return device, dtype
 
 

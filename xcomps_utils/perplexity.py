@@ -32,6 +32,7 @@ Definitions (all logarithms natural; surprisal ``s = -log p`` in nats):
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from importlib import resources
@@ -44,7 +45,7 @@ from scipy.sparse.csgraph import connected_components
 from .scoring import TokenScores, token_scores
 from .words import token_spans as _contiguous_spans  # token i owns up to token i+1
 
-__all__ = ["load_wordings", "PromptPair", "build_prompt_pairs", "align_groups",
+__all__ = ["load_wordings", "wordings_sha256", "PromptPair", "build_prompt_pairs", "align_groups",
            "plain_proportion", "normalized_proportion", "score_prompt_pairs", "PromptPairScores",
            "CATEGORIES", "PERIODS"]
 
@@ -67,6 +68,11 @@ def load_wordings(family: str | None = None) -> dict | list:
     if family not in all_:
         raise KeyError(f"no wordings for {family!r}; have {sorted(all_)}")
     return all_[family]
+
+
+def wordings_sha256() -> str:
+    """SHA-256 of every prompt wording (for a run's key: new wording, new run)."""
+    return hashlib.sha256(json.dumps(load_wordings()).encode()).hexdigest()
 
 
 @dataclass

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import importlib
 import json
 from pathlib import Path
 
@@ -85,25 +86,15 @@ def _pairs_sha256(pairs: pd.DataFrame, columns) -> str:
 
 
 def _method_parameters(method: str, p: dict) -> dict:
-    """The parameters of a method that enter its key (with the SHA-256 of its prompt files)."""
-    if method == "meta":
-        from .meta import meta_templates_sha256
-
-        return {"use_chat_template": p["use_chat_template"],
-                "templates_sha256": meta_templates_sha256()}
-    if method == "token_ppl":
-        from .perplexity import load_wordings
-
-        return {"wordings": p["wordings"], "wordings_sha256": hashlib.sha256(
-            json.dumps(load_wordings()).encode()).hexdigest()}
-    if method == "neuro":
-        return {"probe_by": [list(b) for b in p["probe_by"]], "n_splits": p["n_splits"],
-                "inner_splits": p["inner_splits"], "seed": p["seed"],
-                "protocol": "item-whole concept-disjoint folds (training purged of test "
-                            "concepts), nested layer choice, label-permutation null (19, per "
-                            "language)",
-                "layers": "embedding + every block, last after the final norm"}
-    return {}
+    """The parameters of a method that enter its key, as its declaration
+    (:data:`xcomps_utils.config.METHODS`) names them: run parameters, the SHA-256 of the files
+    it reads, its protocol."""
+    m = METHODS[method]
+    out = {k: json.loads(json.dumps(p[k])) for k in m.parameters}
+    for k, where in m.fingerprints:
+        module, function = where.split(":")
+        out[k] = getattr(importlib.import_module(module), function)()
+    return {**out, **dict(m.protocol)}
 
 
 def parameters_of(key: dict) -> dict:
@@ -196,7 +187,7 @@ def plan(models, pairs, methods=None, params: dict | RunParameters | None = None
         for s, ps, datasets in prepared:
             for method in s.methods:
                 key_rest = {"method": method,
-                            "bos_policy": p["bos_policy"] if method == "direct" else "bos",
+                            "bos_policy": p["bos_policy"] if METHODS[method].bos_policy else "bos",
                             "pairs_sha256": _pairs_sha256(ps, METHODS[method].uses),
                             "n_pairs": len(ps), "parameters": _method_parameters(method, p),
                             "package_version": __version__}

@@ -387,7 +387,8 @@ def permutation_null(states: np.ndarray, labels, items, folds, n_permutations: i
 
 def probe_pairs(states, sentence_index: dict, pairs: pd.DataFrame, item: str = "property",
                 n_splits: int = 5, inner_splits: int = 3, seed: int = 0, nested: bool = True,
-                n_permutations: int = 0, max_iter: int = 1000) -> tuple[pd.DataFrame, dict]:
+                n_permutations: int = 0, max_iter: int = 1000, n_jobs: int | None = None
+                ) -> tuple[pd.DataFrame, dict]:
     """The whole protocol on the sentences of some minimal pairs.
 
     Args:
@@ -398,6 +399,8 @@ def probe_pairs(states, sentence_index: dict, pairs: pd.DataFrame, item: str = "
         nested: also run :func:`nested_probe` (about ``inner_splits`` times the cost).
         n_permutations: label permutations of :func:`permutation_null` (0: none; each costs
             one per-layer probe).
+        n_jobs: worker processes of :func:`permutation_null` (default :data:`PROBE_JOBS`; the
+            result does not depend on it).
 
     Returns:
         ``(by_layer, summary)``: :func:`probe_layers`' table (with ``n_permutations``: a
@@ -427,7 +430,7 @@ def probe_pairs(states, sentence_index: dict, pairs: pd.DataFrame, item: str = "
         summary.update({f"nested_{k}": v for k, v in nest.items()})
     if n_permutations:
         null = permutation_null(X, y, sents["item"].to_numpy(), folds, n_permutations, seed,
-                                max_iter)
+                                max_iter, n_jobs)
         by_layer["null_q95"] = np.quantile(null, 0.95, axis=0)
         best = null.max(axis=1)
         score = (summary["nested_balanced_accuracy"] if nested

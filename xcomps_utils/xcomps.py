@@ -8,11 +8,11 @@ A record pairs a concept that has a property with one that lacks it (``"A robin 
 Two sources, one schema:
 
 * ``source="sample"``: the project's own sample,
-  ``xcomps_utils/resources/sample/xcomps/comps_<lang>.json`` (30 concept-property items x 4
+  ``data/sample/xcomps/comps_<lang>.json`` (30 concept-property items x 4
   negative types in English and six other languages, written for this project; results on it
   are *not* comparable with the paper);
 * ``source="upstream"``: the real files, ``data/comps_<lang>.json`` of github.com/LinyangHe/XCOMPS
-  at the commit pinned in ``xcomps_utils/resources/xcomps.json``, read from
+  at the commit pinned in ``data/xcomps.json``, read from
   ``$XCOMPS_DATA_DIR/xcomps/`` or downloaded into the user cache, and refused unless their git
   blob id equals the manifest's. English is COMPS ``comps_base.jsonl`` (Misra et al., 2023),
   whose sentences are ``prefix + " " + property_phrase + "."``.
@@ -49,7 +49,7 @@ _SAMPLE_DIR = Path("sample") / "xcomps"  # under resources_dir()
 
 
 def languages() -> pd.DataFrame:
-    """The language table ``xcomps_utils/resources/languages.csv``: ISO code, name, family,
+    """The language table ``data/languages.csv``: ISO code, name, family,
     script, morphological type (analytic, inflected, agglutinative), resource level, who
     classified it, sources."""
     return pd.read_csv(resources_dir() / "languages.csv", keep_default_na=False)
@@ -67,7 +67,7 @@ def xcomps_file(lang: str, source: str = "sample", data_dir=None, verify: bool =
     Raises:
         DataError: unknown language or source, or a missing file.
         ChecksumError: an upstream file whose git blob id differs from
-            ``xcomps_utils/resources/xcomps.json``.
+            ``data/xcomps.json``.
     """
     if source == "sample":
         if lang not in SAMPLE_LANGUAGES:
@@ -95,7 +95,7 @@ def xcomps_file(lang: str, source: str = "sample", data_dir=None, verify: bool =
         got = git_blob_id(path)
         if got != want:
             raise ChecksumError(f"{path}: git blob id {got} differs from the manifest's {want} "
-                                f"(xcomps_utils/resources/xcomps.json, commit {meta['commit']}); "
+                                f"(data/xcomps.json, commit {meta['commit']}); "
                                 f"refusing it")
     return path
 
