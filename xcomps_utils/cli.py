@@ -259,7 +259,7 @@ def verify_cmd(store, repair, device, quiet):
     for pr in problems:
         where = f"{pr['shard']}: " if pr["shard"] else ""
         click.echo(f"{pr['run']}: {where}{pr['file']} {pr['problem']}")
-    n_runs = len(st._ids())
+    n_runs = len(st.ids())
     if not problems:
         click.echo(f"{store}: {n_runs} run(s), every shard as recorded")
         return

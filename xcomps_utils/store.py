@@ -335,11 +335,12 @@ class Store:
             KeyError: no such run (lists how many runs the store has).
         """
         if not (self.root / "runs" / rid / "run.json").exists():
-            raise KeyError(f"no run {rid!r} in {self.root} ({len(self._ids())} runs; see "
+            raise KeyError(f"no run {rid!r} in {self.root} ({len(self.ids())} runs; see "
                            f"`xcomps-study ls --store {self.root}`)")
         return Run(self, rid)
 
-    def _ids(self) -> list[str]:
+    def ids(self) -> list[str]:
+        """The ids of every run the store holds (complete or not), sorted."""
         d = self.root / "runs"
         return sorted(p.parent.name for p in d.glob("*/run.json")) if d.is_dir() else []
 
@@ -347,7 +348,7 @@ class Store:
         """One row per run: id, method, status, shards done / total, pairs, model, weights,
         dtype, device, first-token convention, parameters, package version, created."""
         rows = []
-        for rid in self._ids():
+        for rid in self.ids():
             run = Run(self, rid)
             rec, key = run.record, run.record["key"]
             rows.append({"run": rid, "method": key.get("method"), "status": rec["status"],
@@ -379,7 +380,7 @@ class Store:
             the run record itself); empty if all is well.
         """
         out = []
-        for rid in self._ids() if runs is None else runs:
+        for rid in self.ids() if runs is None else runs:
             run = Run(self, rid)
             try:
                 names = run.shards() if run.complete else sorted(run.done())
