@@ -171,6 +171,34 @@ def test_chapter_parameters_languages_string_and_index_range():
         params.check_range({"pair_index": "3"}, "pair_index", 0, 9)
 
 
+
+def test_chapter_checks_read_the_package_declarations():
+    """Issue 21: a chapter's dtype, data source and BOS policy are checked against config's
+    declarations (a dtype added there is accepted at once), and no chapter types a list that
+    config declares."""
+    import re
+    from pathlib import Path
+
+    from xcomps_utils import config
+
+    for value in config.DTYPES:
+        params.check({"dtype": value}, dtype="dtype")
+    with pytest.raises(params.ParameterError) as err:
+        params.check({"dtype": "float64"}, dtype="dtype")
+    assert str(err.value) == ("parameter 'dtype' must be one of "
+                              + ", ".join(repr(d) for d in config.DTYPES) + ", got 'float64' (str)")
+    params.check({"source": "upstream", "bos_policy": "lm_eval"}, source="source",
+                 bos_policy="bos_policy")
+    with pytest.raises(params.ParameterError, match="'bos_policy' must be one of 'bos'"):
+        params.check({"bos_policy": "eos"}, bos_policy="bos_policy")
+    declared = [set(config.DTYPES), set(config.SOURCES), set(config.bos_policies())]
+    root = Path(__file__).resolve().parents[1] / "notebooks"
+    for page in sorted(root.glob("*.md")):
+        for choices in re.findall(r'"choice:([^"|]+)', page.read_text()):
+            assert not any(set(choices.split(",")) & d for d in declared), (page.name, choices)
+        if re.search(r"^(\w+(, | = ))*dtype(, \w+)* = ", page.read_text(), re.M):  # a parameter
+            assert 'dtype="dtype"' in page.read_text(), page.name
+
 def test_quiet_silences_weight_loading_bars(lm, data_dir, tmp_path):
     """Repro 8: --quiet still printed weight-loading bars."""
     r = subprocess.run(CLI + ["run", "direct", "--task", "blimp_anaphor", "--n-pairs", "2",

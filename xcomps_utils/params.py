@@ -2,6 +2,10 @@
 
 papermill passes ``-p n_pairs abc`` as the string ``"abc"``; without a check it would fail deep
 inside a sampler with an error that names no parameter.
+
+A kind that names a declaration of :mod:`xcomps_utils.config` (``"dtype"``, ``"source"``,
+``"bos_policy"``) takes its allowed values from there, so a chapter never types a list the
+package declares.
 """
 
 from __future__ import annotations
@@ -12,11 +16,24 @@ from typing import Annotated, Literal
 from annotated_types import Ge, MinLen
 from pydantic import Strict, StringConstraints, TypeAdapter, ValidationError
 
+from .config import DTYPES, SOURCES, bos_policies
+
 __all__ = ["ParameterError", "check", "check_range"]
 
 
 class ParameterError(ValueError):
     """A chapter parameter has a value of the wrong kind; the message names it."""
+
+
+def _declared() -> dict[str, tuple[str, ...]]:
+    """The kinds whose values :mod:`xcomps_utils.config` declares."""
+    return {"dtype": DTYPES, "source": SOURCES, "bos_policy": bos_policies()}
+
+
+def _choices(kind: str) -> tuple[str, ...] | None:
+    if kind.startswith("choice:"):
+        return tuple(kind[7:].split(","))
+    return _declared().get(kind)
 
 
 @functools.lru_cache(maxsize=None)
@@ -25,8 +42,8 @@ def _adapter(kind: str) -> TypeAdapter:
     text = Annotated[str, StringConstraints(min_length=1)]
     if kind.startswith("int>="):
         return TypeAdapter(Annotated[int, Strict(), Ge(int(kind[5:]))])
-    if kind.startswith("choice:"):
-        return TypeAdapter(Literal[tuple(kind[7:].split(","))])
+    if _choices(kind) is not None:
+        return TypeAdapter(Literal[_choices(kind)])
     types = {"None": None, "int": Annotated[int, Strict()], "str": Annotated[text, Strict()],
              "bool": Annotated[bool, Strict()],
              "list[str]": Annotated[list[Annotated[text, Strict()]] | tuple[Annotated[
@@ -53,16 +70,18 @@ _WORDS = {"None": "None", "str": "a non-empty string", "bool": "True or False",
 def _describe(kind: str) -> str:
     if kind.startswith("int>="):
         return f"an integer >= {kind[5:]}"
-    if kind.startswith("choice:"):
-        return "one of " + ", ".join(repr(c) for c in kind[7:].split(","))
+    if _choices(kind) is not None:
+        return "one of " + ", ".join(repr(c) for c in _choices(kind))
     return _WORDS[kind]
 
 
 def check(values: dict, **kinds: str) -> None:
     """Check parameters against their kinds.
 
-    Each kind is a declared (pydantic, strict) type. Kinds: ``"int"``, ``"int>=N"``, ``"str"``, ``"bool"``, ``"list[str]"``, ``"budget"`` (a token
-    budget), ``"choice:a,b"``; alternatives joined by ``|`` (``"int>=1|None"``).
+    Each kind is a declared (pydantic, strict) type. Kinds: ``"int"``, ``"int>=N"``, ``"str"``,
+    ``"bool"``, ``"list[str]"``, ``"budget"`` (a token budget), ``"choice:a,b"`` (a chapter's own
+    choices), ``"dtype"``, ``"source"`` and ``"bos_policy"`` (the values :mod:`xcomps_utils.config`
+    declares); alternatives joined by ``|`` (``"int>=1|None"``).
 
     A single string given for ``"list[str]"`` (papermill's ``-p languages en``) is an error
     that shows the list form (``-y '{languages: [en]}'``), so no chapter iterates its letters.
