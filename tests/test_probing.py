@@ -115,6 +115,23 @@ def test_planted_linear_signal_is_found_at_its_layer_and_beats_the_permutation_n
     assert s0["p_permutation"] > 0.1
 
 
+
+def test_fast_balanced_accuracy_is_sklearns_to_the_last_bit():
+    """The permutation null and the inner layer choice score with probing._balanced_accuracy
+    (without sklearn's input checks); its value is sklearn's exactly, so no null row or chosen
+    layer moves."""
+    from sklearn.metrics import balanced_accuracy_score
+
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        n = int(rng.integers(2, 130))
+        y, pred = rng.integers(0, 2, n), rng.integers(0, 2, n)
+        y[:2] = [0, 1]
+        assert probing._balanced_accuracy(y, pred) == balanced_accuracy_score(y, pred)
+    y = np.array([1, 0, 0, 0, 0, 0, 0])  # an odd share: recalls with many bits
+    for pred in ([1, 0, 1, 0, 0, 1, 0], [0, 0, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 1, 0]):
+        assert probing._balanced_accuracy(y, np.array(pred)) == balanced_accuracy_score(y, pred)
+
 def test_permutation_keeps_each_items_label_share():
     labels = np.tile([1, 0, 0, 0, 0], 6)
     items = np.repeat(np.arange(6), 5)
