@@ -369,8 +369,8 @@ Text = Annotated[str, BeforeValidator(_text)]
 
 class MetaTemplate(BaseModel):
     """One language's metalinguistic prompt template (see
-    :func:`xcomps_utils.meta.load_meta_templates` for the fields' meaning); the checks of
-    :func:`xcomps_utils.meta.check_template` run after these types."""
+    :func:`xcomps_utils.meta.load_meta_templates` for the fields' meaning); the loader's rules
+    (placeholders, braces, lowercasing) run after these types."""
 
     question: Text
     answer: Text

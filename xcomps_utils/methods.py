@@ -539,7 +539,7 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
 
     The pairs' tasks name the data files read (their checksums go into the provenance, see
     :func:`xcomps_utils.tasks.provenance`). The runs are :func:`xcomps_utils.planner.plan` of
-    this selection, executed in this process (:func:`xcomps_utils.planner.execute`).
+    this selection, executed in this process (:func:`execute`).
 
     For each method, the run's key (model and weights identity, dtype, device kind, BOS policy,
     a SHA-256 of the pairs' identifiers and texts, the method's parameters, package version) names

@@ -2,8 +2,9 @@
 
 One table for every consumer (the chapters, the command line, the methods layer): a
 :class:`Task` names its data files (for checksums and provenance), its loader, the prompt
-wordings of token-level perplexity, and the selection rule that method applies. XCOMPS is not a
-task here: it is loaded per language by :func:`xcomps_utils.xcomps.load_languages`.
+wordings of token-level perplexity, and the selection rule that method applies. XCOMPS is here
+too, one task per language (``xcomps:<lang>``); a chapter that wants several languages with their
+Meta columns loads them with :func:`xcomps_utils.xcomps.load_languages`.
 
 =================  ===========================================================================
 name               pairs
