@@ -116,3 +116,17 @@ def test_chapter_figures_label_axes_and_name_the_model():
     curve = pd.DataFrame({"balanced_accuracy": [0.5, 0.6, 0.7]})
     fig = plots.plot_reprobe({"leak-free": curve, "sentences": curve}, "en", "m-135m")
     assert "layer" in fig.axes[0].get_xlabel() and "m-135m" in _titles(fig)
+
+
+def test_load_with_template_reports_what_the_loader_rejects():
+    """The Meta-template exercise: a copy of the shipped file with one template added loads, or
+    gives the loader's message naming the language and field."""
+    from xcomps_utils import meta
+
+    fr = dict(meta.meta_template("fr"))
+    assert exercises.load_with_template("fr", fr) == "the template file loads"
+    got = exercises.load_with_template("it", fr)
+    assert got.startswith("DataError: ") and "language 'it': not in the language table" in got
+    broken = {**fr, "question": fr["question"].replace("{option_2}", "")}
+    got = exercises.load_with_template("fr", broken)
+    assert "language 'fr', field 'question': placeholders" in got

@@ -15,7 +15,7 @@ from sklearn.model_selection import StratifiedKFold
 from .methods import ShardedStates
 from .probing import make_folds, probe_layers, probe_sentences
 
-__all__ = ["reprobe", "Reprobe", "policy_flips"]
+__all__ = ["reprobe", "Reprobe", "policy_flips", "load_with_template"]
 
 
 @dataclass(frozen=True)
@@ -130,3 +130,30 @@ def policy_flips(wide: pd.DataFrame) -> pd.DataFrame:
     spread = (deltas.max(axis=1) - deltas.min(axis=1)).reindex(flips.index)
     flips = flips.loc[spread.sort_values(ascending=False).index]
     return flips.reset_index()[["task", "pair_id"] + sorted(deltas) + sorted(correct)]
+
+
+def load_with_template(lang: str, template: dict) -> str:
+    """Load a copy of the shipped Meta template file with ``template`` added (or replacing) for
+    ``lang``, through :func:`xcomps_utils.meta.load_meta_templates`, in a temporary folder.
+
+    Returns:
+        ``"the template file loads"``, or ``"DataError: ..."``: the loader's message, which names
+        the file, the language and the field it rejects.
+    """
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from .data import DataError
+    from .meta import load_meta_templates, meta_templates_file
+
+    shipped = json.loads(meta_templates_file().read_text(encoding="utf-8"))
+    shipped["templates"][lang] = template
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "meta_templates.json"
+        path.write_text(json.dumps(shipped, ensure_ascii=False), encoding="utf-8")
+        try:
+            load_meta_templates(path)
+        except DataError as err:
+            return f"DataError: {err}"
+    return "the template file loads"
