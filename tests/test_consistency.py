@@ -133,3 +133,98 @@ def test_agreement_follows_type_is_a_language_level_test_over_eighteen_languages
                                       n_boot=100).verdict in ("supported", "contradicted")
                   for s in range(20))
     assert decided <= 3  # nominal 5% of 20 = 1; 3 allows for the small number of runs
+
+
+# --- agreement within negative type (issue 27, item 3) ----------------------------------------
+
+def _langs_typed(rng, n_items=24, langs=("en", "de", "fr", "zh", "vi", "tr", "hu"), copy=0.0,
+                 random_boost=(0.2, 0.3), subtle=0.55, opposite=False):
+    """7 languages x items x 4 types. Each language is right with probability ``subtle`` on the
+    subtle types and ``subtle + boost`` on random negatives (the boost alternating between the
+    two values over languages); with probability ``copy`` a unit's judgement is a pattern
+    shared by every language (kappa about ``copy**2`` within a type), else independent.
+    ``opposite``: the second half of the languages get the shared pattern flipped."""
+    n = 4 * n_items
+    p = np.array([subtle] * 3 + [np.nan])
+    cols = {}
+    shared = None
+    for k, lang in enumerate(langs):
+        pt = np.tile(np.where(np.isnan(p), subtle + random_boost[k % 2], p), n_items)
+        if shared is None:
+            shared = rng.random(n) < np.tile(np.where(np.isnan(p), subtle + 0.25, p), n_items)
+        own = rng.random(n) < pt
+        pattern = ~shared if opposite and k >= len(langs) // 2 else shared
+        cols[lang] = np.where(rng.random(n) < copy, pattern, own)
+    return _scored(cols, n_items)
+
+
+def _rates(make, fn, n):
+    v = [fn(make(s)).verdict for s in range(n)]
+    return {k: v.count(k) / n for k in ("supported", "contradicted")}
+
+
+def _bound(n, level=0.05):
+    return level + 3 * (level * (1 - level) / n) ** 0.5
+
+
+def test_a_type_effect_alone_does_not_make_languages_agree():
+    """The trap: languages share nothing but random negatives being 0.2 / 0.3 easier. Kappa
+    over pooled types is decided in most datasets; within type, at the nominal rate."""
+    run = lambda d, w="negative_sample_type": C.cross_lingual_agreement(  # noqa: E731
+        d, n_boot=200, n_perm=199, within=w)
+    make = lambda s: _langs_typed(np.random.default_rng(1000 + s), n_items=40)  # noqa: E731
+    n = 60
+    within = _rates(make, run, n)
+    assert within["supported"] + within["contradicted"] <= _bound(n)
+    pooled = _rates(make, lambda d: run(d, None), 20)
+    assert pooled["supported"] >= 0.5  # the defect the within-type kappa removes
+
+
+def test_within_type_agreement_reaches_both_outcomes_and_has_power():
+    run = lambda d: C.cross_lingual_agreement(d, n_boot=200, n_perm=199)  # noqa: E731
+    # supported: languages share which items they know (within-type kappa about 0.12), 24
+    # items x 4 types x 7 languages, the page's smoke size
+    power = _rates(lambda s: _langs_typed(np.random.default_rng(2000 + s), copy=0.35), run, 30)
+    assert power["supported"] >= 0.8
+    # contradicted: two groups of languages judge the shared pattern the opposite way
+    t = run(_langs_typed(np.random.default_rng(3), copy=0.8, opposite=True,
+                         langs=("en", "de")))
+    assert t.verdict == "contradicted" and t.effect < -0.3
+    # null (no type effect either): decided at about the nominal rate
+    null = _rates(lambda s: _langs_typed(np.random.default_rng(4000 + s), random_boost=(0, 0)),
+                  run, 60)
+    assert null["supported"] + null["contradicted"] <= _bound(60)
+
+
+def test_within_type_kappa_is_the_mean_of_the_kappas_of_each_type():
+    d = _langs_typed(np.random.default_rng(5), copy=0.5, langs=("en", "de", "hu"))
+    table = C.agreement_table(d, n_boot=100)
+    m = C.correctness_matrix(d)
+    for r in table.itertuples():
+        per = [C.cohen_kappa(g[r.lang_a], g[r.lang_b])
+               for _, g in m.groupby(level="negative_sample_type")]
+        assert r.kappa == pytest.approx(np.mean(per), abs=1e-12)
+        assert r.kappa_pooled == pytest.approx(C.cohen_kappa(m[r.lang_a], m[r.lang_b]))
+
+
+def test_agreement_and_the_xcomps_tables_keep_the_same_pairs():
+    """One near-tie rule: a near tie and an exact tie are dropped by the kappa matrix exactly
+    as by the XCOMPS accuracy tables (claims.decided_rows, xcomps_paper.method_tables), whether
+    the pairs carry the run's decisions (precision.decisions) or only tie / near-tie flags."""
+    from xcomps_utils import precision, xcomps_paper
+
+    rng = np.random.default_rng(6)
+    d = _scored({"en": rng.integers(0, 2, 40), "de": rng.integers(0, 2, 40)}, 10)
+    d["direct_near_tie"] = 0.0
+    d.loc[3, "direct_near_tie"] = 1.0    # a near tie (bf16: |delta| < 1 nat)
+    d.loc[17, "direct_tie"] = 1.0        # an exact tie
+    d.loc[[3, 17], "direct_correct"] = 1.0
+    for frame in (d, d.assign(direct_decision=precision.decisions(d))):
+        m = C.correctness_matrix(frame).stack(future_stack=True)
+        kept = set(m[m.notna()].index)
+        rows = frame.set_index(["property", "negative_sample_type", "lang"]).index
+        xc = xcomps_paper.decided_rows(frame, "direct_correct")
+        assert kept == set(rows[frame.index.isin(xc.index)]) and len(kept) == len(d) - 2
+        acc = xcomps_paper.method_tables(frame, pd.DataFrame(), ["de", "en"])["Direct"]
+        mine = m.groupby(level=["lang", "negative_sample_type"]).mean().unstack()
+        pd.testing.assert_frame_equal(mine[acc.columns], acc, check_names=False)
