@@ -126,7 +126,8 @@ def main(debug):
               help="token-level perplexity wordings (default: all)")
 @click.option("--shard-size", type=click.IntRange(min=1), default=None,
               help="pairs per shard, the unit of resuming (default: per method)")
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0, max=2**31 - 1), default=0, show_default=True,
+              help="sampling and Neuro's folds")
 @click.option("--store", default="results", show_default=True, help=STORE_HELP)
 @click.option("--truncate", is_flag=True,
               help="cut texts longer than the model's context (with a warning) instead of failing")
@@ -155,8 +156,14 @@ def run_cmd(methods, tasks_, languages, source, items_per_language, n_pairs, mod
     methods = list(dict.fromkeys(methods))
     if "meta" in methods and not all(t.startswith("xcomps:") for t in tasks_):
         raise click.UsageError("meta needs XCOMPS pairs: use --languages (or --task xcomps:<lang>)")
+    _unused(methods, wordings=wordings, use_chat_template=use_chat_template,
+            bos_policy=bos_policy)
+    if wordings and not _split(wordings):
+        raise click.ClickException(f"--wordings {','.join(wordings)!r} names no wording; give "
+                                   f"wording ids (default: all)")
     # before any data is read or model loaded: the model name, device, dtype and store
     check_model(model)
+    planner.check_model_folder(model)
     resolve_device_dtype(device, dtype)
     Store(store)
     for s in planner.select(methods, tasks_, languages, source, items_per_language, n_pairs,
@@ -173,6 +180,36 @@ def run_cmd(methods, tasks_, languages, source, items_per_language, n_pairs, mod
         summary = planner.summary(res.measures)
         if len(summary):
             click.echo(summary.to_string(index=False))
+
+
+#: The options of `xcomps-study run` that only some methods read, and which.
+_METHOD_FLAGS = {"wordings": ("--wordings", ("token_ppl",), ()),
+                 "use_chat_template": ("--use-chat-template", ("meta",), False),
+                 "bos_policy": ("--bos-policy", ("direct",), "bos")}
+
+
+def _unused(methods, **given) -> None:
+    """A flag given a value that none of ``methods`` reads is an error (rc 1), not ignored."""
+    for name, value in given.items():
+        flag, readers, default = _METHOD_FLAGS[name]
+        if value != default and not set(readers) & set(methods):
+            raise click.ClickException(f"{flag} is read only by {', '.join(readers)}; the "
+                                       f"methods given ({', '.join(methods)}) do not use it: "
+                                       f"drop it or add {readers[0]}")
+
+
+def _store(store: str):
+    """The results store of ``--store``, which must exist and be one (rc 1 otherwise)."""
+    from .store import Store
+
+    st = Store(store)
+    if not st.root.exists():
+        raise click.ClickException(f"no results store at {store!r} (no such folder); pass the "
+                                   f"store folder with --store")
+    if not st.is_store():
+        raise click.ClickException(f"{store!r} is not a results store (it has no runs/ folder "
+                                   f"and no results folders); pass the store folder with --store")
+    return st
 
 
 @main.command("sweep")
@@ -215,25 +252,38 @@ def sweep_cmd(file, executor, address, store, dry_run, quiet):
 
 @main.command("ls")
 @click.option("--store", default="results", show_default=True, help=STORE_HELP)
-@click.option("--method", default=None, help="only runs of this method")
+@click.option("--method", default=None, type=click.Choice(list(METHODS)),
+              help="only runs of this method")
 @click.option("--json", "as_json", is_flag=True, help="one JSON record per run")
 def ls_cmd(store, method, as_json):
-    """List the runs in a results store, with their provenance."""
+    """List the runs in a results store, with their provenance. A run whose record cannot be
+    read (or names another run) is named on stderr, the others are listed; exit code 1 then."""
     import pandas as pd
 
-    from .store import Store
+    from .store import Run, StoreError
 
-    runs = Store(store).runs()
+    st = _store(store)
+    runs = st.runs()
+    bad = runs[runs.status.isin(["unreadable", "misnamed"])]
+    runs = runs.drop(bad.index)
     if method:
         runs = runs[runs.method == method]
     if as_json:
         click.echo(runs.to_json(orient="records", lines=True), nl=False)
-        return
-    if not len(runs):
-        click.echo(f"{store}: no runs")
-        return
-    with pd.option_context("display.width", 200, "display.max_colwidth", 48):
-        click.echo(runs.drop(columns=["parameters"]).to_string(index=False))
+    elif not len(runs):
+        click.echo(f"{store}: no runs" + (f" of {method}" if method else ""))
+    else:
+        with pd.option_context("display.width", 200, "display.max_colwidth", 48):
+            click.echo(runs.drop(columns=["parameters"]).to_string(index=False))
+    if len(bad):
+        rid = bad.run.iat[0]
+        try:
+            Run(st, rid).record
+            why = f"runs/{rid}/run.json records another run (a renamed or copied folder)"
+        except StoreError as err:
+            why = str(err)
+        more = f" (and {len(bad) - 1} more: {', '.join(bad.run.iloc[1:])})" if len(bad) > 1 else ""
+        raise click.ClickException(f"{why}{more}; see `xcomps-study verify --store {store}`")
 
 
 @main.command("verify")
@@ -250,12 +300,11 @@ def verify_cmd(store, repair, device, quiet):
     if any is damaged (and not repaired)."""
     if quiet:
         _quiet_loading()
-    from .store import Store
+    from .methods import repair as repair_runs
+    from .methods import verify
 
-    st = Store(store)
-    if not st.root.is_dir():
-        raise click.ClickException(f"no results store at {store!r}")
-    problems = st.verify()
+    st = _store(store)
+    problems = verify(st)
     for pr in problems:
         where = f"{pr['shard']}: " if pr["shard"] else ""
         click.echo(f"{pr['run']}: {where}{pr['file']} {pr['problem']}")
@@ -263,21 +312,30 @@ def verify_cmd(store, repair, device, quiet):
     if not problems:
         click.echo(f"{store}: {n_runs} run(s), every shard as recorded")
         return
-    shards = {(pr["run"], pr["shard"]) for pr in problems}
+    shards = {(pr["run"], pr["shard"]) for pr in problems if pr["repair"] == "recompute"}
+    foreign = [pr for pr in problems if pr["repair"] == "move"]
+    manual = [pr for pr in problems if not pr["repair"]]
+    told = [f"{len(shards)} damaged shard(s) in {len({r for r, _ in shards})} run(s)"] * bool(
+        shards) + [f"{len(foreign)} foreign file(s)"] * bool(foreign)
+    if manual:
+        raise click.ClickException(
+            f"{len(manual)} problem(s) no repair can fix (each says what to do)"
+            + (f", and {' and '.join(told)} --repair would fix after them" if told else ""))
     if not repair:
-        raise click.ClickException(f"{len(shards)} damaged shard(s) in "
-                                   f"{len({r for r, _ in shards})} run(s); repair: xcomps-study "
-                                   f"verify --store {store} --repair")
-    from .methods import repair
-
-    for r in repair(st, problems, device=device):
-        click.echo(f"{r['run']}: {r['shard']} recomputed ({len(r['moved'])} damaged file(s) "
-                   f"moved to {st.root / 'quarantine'})")
-    left = st.verify()
+        raise click.ClickException(f"{' and '.join(told)}; repair: xcomps-study verify --store "
+                                   f"{store} --repair")
+    for r in repair_runs(st, problems, device=device):
+        if r["shard"]:
+            click.echo(f"{r['run']}: {r['shard']} recomputed ({len(r['moved'])} damaged "
+                       f"file(s) moved to {st.root / 'quarantine'})")
+        else:
+            click.echo(f"{r['run']}: {r['moved'][0]} moved to {st.root / 'quarantine'}")
+    left = verify(st)
     if left:
         raise click.ClickException(f"{len(left)} problem(s) left after the repair, e.g. "
                                    f"{left[0]['run']}: {left[0]['file']} {left[0]['problem']}")
-    click.echo(f"{store}: repaired {len(shards)} shard(s); every shard as recorded")
+    click.echo(f"{store}: repaired {len(shards)} shard(s), moved {len(foreign)} foreign "
+               f"file(s); every shard as recorded")
 
 
 @main.command("tasks")

@@ -13,6 +13,7 @@ Meta and token-level perplexity; :mod:`~xcomps_utils.neuro` for hidden states; t
 
 from __future__ import annotations
 
+import re
 import unicodedata
 import warnings
 from dataclasses import dataclass
@@ -71,20 +72,50 @@ def _invisible(c: str) -> bool:
     return c.isspace() or unicodedata.category(c) in ("Cc", "Cf", "Zs", "Zl", "Zp")
 
 
+#: Strings that chat and instruction tokenizers read as control tokens (``<|endoftext|>``,
+#: ``<|im_start|>``, ``<|eot_id|>``, ...): refused anywhere in a text before any model loads.
+#: Once the model is loaded, :func:`fit_context` refuses every special token of its tokenizer.
+SPECIAL_TOKEN_PATTERN = re.compile(r"<\|[^<>|\s]{1,40}\|>")
+
+
+def _char(c: str) -> str:
+    return f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}"
+
+
 def text_problem(text) -> str | None:
     """Why a text cannot be scored as a sentence (``None`` if it can): not a string, empty,
-    whitespace only, or only invisible characters (zero-width spaces and joiners, BOM, other
-    format or control characters), which a model scores like any text."""
+    whitespace only, only invisible characters (zero-width spaces and joiners, BOM, other
+    format characters), no letter or digit at all (e.g. only combining marks or punctuation),
+    a control character other than tab and newline (NUL among them), a lone surrogate (not
+    valid Unicode: no tokenizer encodes it), or a special-token string
+    (:data:`SPECIAL_TOKEN_PATTERN`).
+
+    Special tokens are refused, never escaped: a tokenizer reads ``<|endoftext|>`` inside a text
+    as one control token, so the text scored would not be the sentence; there is no option to
+    score it as literal characters (that would tokenize differently from every other text and
+    change what the pair's checksum stands for). Remove or rewrite the string."""
     if not isinstance(text, str):
         return f"not a string ({type(text).__name__})"
     if not text:
         return "empty"
     if text.isspace():
         return "whitespace only"
+    for i, c in enumerate(text):
+        cat = unicodedata.category(c)
+        if cat == "Cs":
+            return f"not valid Unicode (a lone surrogate, U+{ord(c):04X}, at character {i})"
+        if cat == "Cc" and c not in "\t\n\r":
+            return f"holding a control character ({_char(c)}, at character {i})"
     if all(_invisible(c) for c in text):
-        names = sorted({f"U+{ord(c):04X} {unicodedata.name(c, '?')}" for c in text
-                        if not c.isspace()})
+        names = sorted({_char(c) for c in text if not c.isspace()})
         return f"only invisible characters ({', '.join(names[:3])})"
+    if not any(c.isalnum() for c in text):
+        names = sorted({_char(c) for c in text if not c.isspace()})
+        return f"without any letter or digit ({', '.join(names[:3])})"
+    special = SPECIAL_TOKEN_PATTERN.search(text)
+    if special:
+        return (f"holding the special-token string {special.group()!r} (a tokenizer reads it as "
+                f"a control token; special tokens are refused, not escaped)")
     return None
 
 
@@ -106,7 +137,8 @@ def check_pair_texts(pairs, fields=("good", "bad")) -> None:
         for row, text in enumerate(pairs[field]):
             problem = text_problem(text)
             if problem:
-                raise ValueError(f"{_pair_name(pairs, row)}: {field!r} is {problem}: {text!r}; "
+                shown = repr(text) if len(repr(text)) <= 80 else repr(text)[:77] + "..."
+                raise ValueError(f"{_pair_name(pairs, row)}: {field!r} is {problem}: {shown}; "
                                  f"fix or drop that pair")
 
 
@@ -119,7 +151,8 @@ def context_length(lm) -> int | None:
 
 def fit_context(lm, pairs, fields=("good", "bad"), together: bool = False,
                 truncate: bool = False):
-    """Check that the texts fit the model: none starts with the BOS (or EOS) string, and every
+    """Check that the texts fit the model: none starts with the BOS (or EOS) string or holds
+    any other special token of the tokenizer (refused, not escaped), and every
     scored input (BOS + tokens; ``together``: BOS + the tokens of all ``fields`` of a pair, as
     in the prompts of Meta and token-level perplexity) fits the model's context.
 
@@ -134,8 +167,9 @@ def fit_context(lm, pairs, fields=("good", "bad"), together: bool = False,
         the pairs (a copy with the cut texts if anything was truncated).
 
     Raises:
-        ValueError: a text starting with the BOS string, or too long for the context (names the
-            pair, field, length and context, and ``truncate``).
+        ValueError: a text starting with the BOS string or holding a special token, or too
+            long for the context (names the pair, field, length and context, and
+            ``truncate``).
     """
     tok = lm.tokenizer
     for special in {tok.bos_token, tok.eos_token} - {None, ""}:
@@ -145,6 +179,15 @@ def fit_context(lm, pairs, fields=("good", "bad"), together: bool = False,
                     raise ValueError(
                         f"{_pair_name(pairs, row)}: {field!r} starts with the BOS string "
                         f"{special!r}; remove it (the scorer puts one BOS before every text)")
+    found = _special_tokens(tok)
+    for field in fields if found is not None else ():
+        for row, text in enumerate(pairs[field]):
+            hit = found.search(text)
+            if hit:
+                raise ValueError(
+                    f"{_pair_name(pairs, row)}: {field!r} holds {hit.group()!r}, a special token "
+                    f"of the model's tokenizer, which would read it as a control token; remove "
+                    f"it (special tokens are refused, not escaped)")
     ctx = context_length(lm)
     if ctx is None:
         return pairs
@@ -175,6 +218,16 @@ def fit_context(lm, pairs, fields=("good", "bad"), together: bool = False,
                   f"{limit:,} tokens: {', '.join(f'{_pair_name(pairs, r)} {f!r}' for f, r, _ in cut[:3])}"
                   f"{' ...' if len(cut) > 3 else ''}", stacklevel=2)
     return pairs
+
+
+def _special_tokens(tok):
+    """One regex of the tokenizer's special tokens (and added tokens marked special)."""
+    names = set(getattr(tok, "all_special_tokens", []) or [])
+    for added in getattr(tok, "added_tokens_decoder", {}).values():
+        if getattr(added, "special", False):
+            names.add(str(added))
+    names = sorted((n for n in names if n and n.strip()), key=len, reverse=True)
+    return re.compile("|".join(map(re.escape, names))) if names else None
 
 
 def context_token(tokenizer) -> int:

@@ -65,7 +65,7 @@ from .store import MEASURE_COLUMNS, Store, StoreError
 
 __all__ = ["METHODS", "DEFAULT_SHARD_SIZE", "SHARD", "Results", "run", "wide", "prepare_pairs",
            "check_inputs", "probes", "ShardedStates", "open_run", "compute_shard", "finish",
-           "execute", "repair"]
+           "execute", "repair", "verify", "pairs_problem", "precheck"]
 
 #: The method names (declared in :data:`xcomps_utils.config.METHODS`).
 METHODS = tuple(config.METHODS)
@@ -205,10 +205,15 @@ def probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame
 
     The groups' probes run in :data:`xcomps_utils.probing.PROBE_JOBS` worker processes
     (joblib), the groups with a permutation null first; every fit is single-threaded and seeded,
-    so the numbers do not depend on the number of workers (tested)."""
+    so the numbers do not depend on the number of workers (tested). The groups with a null (one
+    per language) permute their labels independently (each its own seed, from the run's seed and
+    the group) and are pooled by one joint test
+    (:func:`xcomps_utils.probing.joint_permutation_test`): each gets ``p_adjusted`` (max-T over
+    the groups), ``p_pooled`` and ``n_pooled``."""
     from joblib import Parallel, delayed
 
-    from .probing import DEFAULT_N_PERMUTATIONS, PROBE_JOBS, probe_sentences
+    from .probing import (DEFAULT_N_PERMUTATIONS, PROBE_JOBS, joint_permutation_test,
+                          probe_sentences)
 
     states = ShardedStates(store, rid)
     item = "property" if "property" in pairs else "item"
@@ -226,15 +231,26 @@ def probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame
     done = Parallel(n_jobs=jobs)(
         delayed(_probe_group)(states[[states.index[t] for t in groups[i][4]]],
                               {t: r for r, t in enumerate(groups[i][4])}, groups[i][2], item,
-                              p, groups[i][3])
+                              p, groups[i][3], groups[i][1])
         for i in order)
     results = dict(zip(order, done))
+    for by in map(list, p["probe_by"]):  # one joint null over the groups of each probe_by
+        pooled = [i for i, g in enumerate(groups) if g[0] == by and g[3]
+                  and not isinstance(results[i], str)]
+        if pooled:
+            joint = joint_permutation_test(
+                [results[i][1]["nested_balanced_accuracy"] for i in pooled],
+                np.column_stack([results[i][1]["null_nested"] for i in pooled]))
+            for j, i in enumerate(pooled):
+                results[i][1].update(p_adjusted=joint["p_adjusted"][j],
+                                     p_pooled=joint["p_pooled"], n_pooled=len(pooled))
     frames = []
     for i, (by, key, sub, _, _) in enumerate(groups):
         if isinstance(results[i], str):
             warnings.warn(f"neuro: no probe for {dict(zip(by, key))}: {results[i]}")
             continue
         by_layer, summary = results[i]
+        summary.pop("null_nested", None)  # the draws: pooled above
         ids = {c: (sub[c].iat[0] if sub[c].nunique() == 1 else "all") for c in _ID}
         ids.update(pair_id="", item="", **dict(zip(by, map(str, key))))
         for c in ("lang", "subset"):
@@ -256,16 +272,19 @@ def probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame
 
 
 def _probe_group(states: np.ndarray, index: dict, sub: pd.DataFrame, item: str, p: dict,
-                 n_perm: int):
+                 n_perm: int, key: tuple = ()):
     """One group's :func:`~xcomps_utils.probing.probe_pairs` (in a worker: its permutation
-    null in this process); a :class:`~xcomps_utils.probing.ProbeError` comes back as its
-    message."""
+    null in this process, seeded by the run's seed and the group's ``key``); a
+    :class:`~xcomps_utils.probing.ProbeError` comes back as its message."""
+    import zlib
+
     from .probing import ProbeError, probe_pairs
 
     try:
         return probe_pairs(states, index, sub, item=item, n_splits=p["n_splits"],
                            inner_splits=p["inner_splits"], seed=p["seed"],
-                           n_permutations=n_perm, n_jobs=1)
+                           n_permutations=n_perm,
+                           null_seed=[p["seed"], zlib.crc32(repr(tuple(map(str, key))).encode())])
     except ProbeError as err:
         return str(err)
 
@@ -279,14 +298,62 @@ SHARD = {"direct": _direct, "meta": _meta, "token_ppl": _token_ppl, "neuro": _ne
 # --- the steps of a run (both executors): open, compute a shard, finish ---------------------------
 
 def open_run(spec: planner.RunSpec, lm, used: pd.DataFrame):
-    """Open (or find) the run of a spec for a loaded model: a :class:`xcomps_utils.store.Run`."""
+    """Open (or find) the run of a spec for a loaded model: a :class:`xcomps_utils.store.Run`.
+    An existing run whose ``pairs.parquet`` is missing or altered gets it back from ``used``
+    (the spec's pairs, whose SHA-256 is the key's)."""
     from .results import provenance
 
     prov = provenance(lm, datasets=spec.datasets, method=spec.method,
                       token_budget=spec.p["token_budget"], batch_size=spec.p["batch_size"])
     if spec.sweep:
         prov["sweep"] = spec.sweep
-    return Store(spec.store).open_run(spec.key(lm.identity()), used, spec.shard_size, prov)
+    run = Store(spec.store).open_run(spec.key(lm.identity()), used, spec.shard_size, prov)
+    _restore_pairs(run, used)
+    return run
+
+
+def pairs_problem(run) -> str | None:
+    """What is wrong with a run's ``pairs.parquet``: not as ``run.json`` records it, or its
+    pairs' SHA-256 (:func:`xcomps_utils.planner.pairs_sha256`) is not the key's
+    ``pairs_sha256``; ``None`` if it checks."""
+    problem = run.store.pairs_problem(run)
+    if problem:
+        return problem
+    key = run.record["key"]
+    if "pairs_sha256" not in key or key.get("method") not in config.METHODS:
+        return None
+    try:
+        pairs = pd.read_parquet(run.folder / "pairs.parquet")
+    except Exception:  # noqa: BLE001 - any unreadable file is damaged
+        return "unreadable"
+    if planner.pairs_sha256(pairs, config.METHODS[key["method"]].uses) != key["pairs_sha256"]:
+        return "altered (its pairs' SHA-256 is not the run key's pairs_sha256)"
+    return None
+
+
+def _restore_pairs(run, used: pd.DataFrame | None) -> None:
+    if used is not None and pairs_problem(run) and planner.pairs_sha256(
+            used, config.METHODS[run.record["key"]["method"]].uses) == run.record["key"].get(
+            "pairs_sha256"):
+        run.write_pairs(used)
+
+
+def verify(store: Store, runs: list[str] | None = None) -> list[dict]:
+    """:meth:`xcomps_utils.store.Store.verify`, and each run's ``pairs.parquet`` checked
+    against the pairs SHA-256 of its key (:func:`pairs_problem`); same problem rows."""
+    problems = store.verify(runs)
+    seen = {(p["run"], p["file"]) for p in problems}
+    bad = {p["run"] for p in problems if p["file"].endswith("run.json")}
+    for rid in store.ids() if runs is None else runs:
+        f = f"runs/{rid}/pairs.parquet"
+        if rid in bad or (rid, f) in seen:
+            continue
+        problem = pairs_problem(store.run(rid))
+        if problem:
+            problems.append({"run": rid, "shard": "", "file": f, "repair": "",
+                             "problem": f"{problem}; rerun the run (the same command or "
+                                        f"methods.run call) to restore it, then repair"})
+    return problems
 
 
 def compute_shard(run, i: int, lm, used: pd.DataFrame, p: dict, wait: bool = True) -> str:
@@ -363,7 +430,28 @@ def stored(spec: planner.RunSpec, device_kind: str | None = None, ident: dict | 
         run = Store(spec.store).run(spec.run_id(ident))
     except KeyError:
         return None
-    return row(spec, run.id, run.record["n_shards"], 0, False) if run.complete else None
+    if not run.complete:
+        return None
+    _restore_pairs(run, spec.used)  # no model needed: the pairs are the spec's
+    return row(spec, run.id, run.record["n_shards"], 0, False)
+
+
+def precheck(spec: planner.RunSpec, ident: dict | None = None) -> None:
+    """Before a model loads for a spec (where its id is known without loading): the run the
+    store holds of that id checks (an unfinished run's done shards, its record), and no file
+    of that id lies in the store without a record.
+
+    Raises:
+        StoreError: names the run, the file and what to do.
+    """
+    ident = ident or planner.identity(spec)
+    if ident is None:
+        return
+    store, rid = Store(spec.store), spec.run_id(ident)
+    store.check_unowned(rid)
+    if rid in store.ids():
+        _restore_pairs(store.run(rid), spec.used)
+        store.check(rid)
 
 
 def execute(specs: list[planner.RunSpec], lm=None, progress: bool = True, truncate: bool = False
@@ -393,8 +481,10 @@ def execute(specs: list[planner.RunSpec], lm=None, progress: bool = True, trunca
             rows[k] = found
         else:
             todo.append(k)
-    if todo:  # before any model loads: the store and the device
+    if todo:  # before any model loads: the store, the runs it holds, and the device
         Store(specs[todo[0]].store).check_writable()
+        for k in todo:
+            precheck(specs[k], lm.identity() if lm is not None else None)
         if lm is None:
             for k in todo:
                 resolve_device_dtype(specs[k].device, specs[k].dtype, check=True)
@@ -442,10 +532,29 @@ def repair(store: Store, problems: list[dict] | None = None, device: str = "auto
         device: where to load each run's model (``"auto"``: the run's device kind).
 
     Raises:
-        StoreError: a run that cannot be repaired (its record is unreadable, or the model
-            loaded now is not the run's: other weights or dtype).
+        StoreError: before any model loads, a run that cannot be repaired (its record is
+            unreadable or names another run, its ``pairs.parquet`` is missing or not the
+            key's pairs, data no record owns) or a store that does not take files; after, a
+            model loaded now that is not the run's (other weights or dtype).
     """
     import re
+
+    problems = verify(store) if problems is None else problems
+    # before any model loads: what no recomputation fixes, the inputs of every run to
+    # recompute, and that the store takes the files
+    for rid in dict.fromkeys(p["run"] for p in problems if p.get("repair") == "recompute"):
+        problem = pairs_problem(store.run(rid))
+        if problem:
+            problems = problems + [{"run": rid, "shard": "", "repair": "",
+                                    "file": f"runs/{rid}/pairs.parquet",
+                                    "problem": f"{problem}: the shards cannot be recomputed "
+                                               f"from it; rerun the run (the same command or "
+                                               f"methods.run call) to restore it, then repair"}]
+    manual = [p for p in problems if not p.get("repair", "recompute" if p["shard"] else "")]
+    if manual:
+        store.repair(None, manual)  # raises, naming the first
+    if problems:
+        store.check_writable()
 
     def recompute(run):
         key = run.record["key"]

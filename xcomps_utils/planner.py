@@ -30,8 +30,10 @@ from . import __version__
 from .config import METHODS, RunParameters
 from .encoding import check_pair_texts
 
-__all__ = ["PairSet", "RunSpec", "select", "plan", "identity", "load", "parameters_of",
-           "prepare_pairs", "check_inputs", "wording_family", "wordings_of", "summary", "ID"]
+__all__ = ["PairSet", "RunSpec", "select", "plan", "identity", "load", "check_model_folder",
+           "parameters_of",
+           "prepare_pairs", "check_inputs", "pairs_sha256", "wording_family", "wordings_of",
+           "summary", "ID"]
 
 #: The identifier columns of a pair (in the key and in every result row).
 ID = ["dataset", "task", "lang", "subset", "pair_id", "item"]
@@ -78,7 +80,9 @@ def select(methods, tasks=(), languages=(), source="sample", items_per_language=
     return out
 
 
-def _pairs_sha256(pairs: pd.DataFrame, columns) -> str:
+def pairs_sha256(pairs: pd.DataFrame, columns) -> str:
+    """The SHA-256 of pairs that a run key holds (``pairs_sha256``): the identifiers
+    (:data:`ID`) and the ``columns`` a method reads, as JSON."""
     cols = ID + [c for c in columns if c in pairs]
     values = pairs[cols].astype(object).to_numpy().tolist()
     return hashlib.sha256(json.dumps([cols, values], default=lambda x: np.asarray(x).tolist(),
@@ -188,7 +192,7 @@ def plan(models, pairs, methods=None, params: dict | RunParameters | None = None
             for method in s.methods:
                 key_rest = {"method": method,
                             "bos_policy": p["bos_policy"] if METHODS[method].bos_policy else "bos",
-                            "pairs_sha256": _pairs_sha256(ps, METHODS[method].uses),
+                            "pairs_sha256": pairs_sha256(ps, METHODS[method].uses),
                             "n_pairs": len(ps), "parameters": _method_parameters(method, p),
                             "package_version": __version__}
                 size = shard_size.get(method) if isinstance(shard_size, dict) else shard_size
@@ -209,7 +213,8 @@ def prepare_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
     Raises:
         TypeError: not a DataFrame.
         ValueError: a required column (``dataset``, ``pair_id``, ``good``, ``bad``) is missing,
-            or two rows share their identifiers (names them).
+            a pair's ``dataset`` or ``pair_id`` is missing or blank (names the row), or two
+            rows share their identifiers (names them).
     """
     if not isinstance(pairs, pd.DataFrame):
         raise TypeError(f"pairs must be a pandas DataFrame of minimal pairs, got "
@@ -219,6 +224,13 @@ def prepare_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
         raise ValueError(f"pairs lack column(s) {missing}; load them with xcomps_utils.tasks or "
                          f"xcomps_utils.xcomps")
     df = pairs.reset_index(drop=True).copy()
+    for col in ("dataset", "pair_id"):
+        blank = df[col].map(lambda v: v is None or (isinstance(v, float) and np.isnan(v))
+                            or not str(v).strip())
+        if blank.any():
+            row = int(np.flatnonzero(blank.to_numpy())[0])
+            raise ValueError(f"pair (row {row}): {col!r} is missing ({df[col].iat[row]!r}); "
+                             f"every pair needs its {col} ({int(blank.sum())} row(s) lack it)")
     defaults = {"task": df["dataset"], "lang": "", "subset": "", "item": df["pair_id"]}
     for col, default in defaults.items():
         if col not in df:
@@ -285,12 +297,45 @@ def wordings_of(family: str, wordings) -> list[dict]:
 
 # --- the model ------------------------------------------------------------------------------------
 
+def check_model_folder(name: str) -> None:
+    """A model given as a local folder: its ``config.json`` is a JSON object with a
+    ``model_type`` (what loading needs first), before anything else runs.
+
+    Raises:
+        ValueError: names the folder, the file and what is wrong.
+    """
+    folder = Path(name)
+    if not folder.is_dir() or not (folder / "config.json").is_file():
+        return
+    try:
+        cfg = json.loads((folder / "config.json").read_text(encoding="utf-8") or "null")
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ValueError(f"model folder {name}: config.json is not JSON ({str(err)[:60]}); "
+                         f"save the model with save_pretrained") from None
+    if not isinstance(cfg, dict) or "model_type" not in cfg:
+        raise ValueError(f"model folder {name}: config.json has no 'model_type' (it holds "
+                         f"{str(cfg)[:40]}); save the model with save_pretrained")
+
+
 @functools.lru_cache(maxsize=1)
 def load(name, device="auto", dtype="auto", revision=None):
-    """The model (the last one loaded by name stays loaded: a chapter runs several calls)."""
+    """The model (the last one loaded by name stays loaded: a chapter runs several calls).
+
+    Raises:
+        ValueError: a local model folder that does not load (names the folder); else what
+            :func:`xcomps_utils.models.load_model` raises.
+    """
     from .models import load_model
 
-    return load_model(name, device=device, dtype=dtype, revision=revision)
+    check_model_folder(name)
+    try:
+        return load_model(name, device=device, dtype=dtype, revision=revision)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        if Path(name).is_dir():
+            raise ValueError(f"model folder {name} does not load ({type(err).__name__}: "
+                             f"{' '.join(str(err).split())[:120]}); it needs config.json, the "
+                             f"weights and the tokenizer files (save_pretrained)") from None
+        raise
 
 
 def identity(spec: RunSpec, device_kind: str | None = None) -> dict | None:

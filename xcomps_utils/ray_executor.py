@@ -152,6 +152,8 @@ def _schedule(ray, specs, cfg, progress):
     if not todo:
         return [rows[k] for k in range(len(specs))], 0
     Store(specs[todo[0]].store).check_writable()
+    for k in todo:  # the runs the store holds check, before any replica loads a model
+        M.precheck(specs[k], P.identity(specs[k], "cuda" if n_gpu else "cpu"))
     n, res = _replicas(ray, cfg, sum(specs[k].n_shards for k in todo))
     retries = cfg["max_retries"]
     Actor = ray.remote(Replica).options(max_restarts=retries, max_task_retries=retries, **res)

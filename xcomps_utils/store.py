@@ -70,6 +70,10 @@ MEASURE_SCHEMA = pa.schema([
 MEASURE_COLUMNS = MEASURE_SCHEMA.names
 
 
+#: The free space a store needs before a run is computed into it (:meth:`Store.check_writable`).
+MIN_FREE_BYTES = 16 * 2**20
+
+
 class StoreError(RuntimeError):
     """The store cannot serve or take results: its files contradict each other or their record
     (a run folder written for another key, a missing, truncated or altered shard, an unreadable
@@ -94,11 +98,19 @@ def _now() -> str:
 def _atomic_write(path: Path, write) -> dict:
     """Write through ``write(tmp)`` to a unique temporary name, rename into place; returns
     ``{"bytes", "sha256"}`` of what was written."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    write(tmp)
-    info = {"bytes": tmp.stat().st_size, "sha256": file_sha256(tmp)}
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(tmp)
+        info = {"bytes": tmp.stat().st_size, "sha256": file_sha256(tmp)}
+        os.replace(tmp, path)
+    except OSError as err:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise StoreError(f"results store: cannot write {path} ({err.strerror or err}); free "
+                         f"space, or pass a writable folder with --store (store=)") from None
     return info
 
 
@@ -160,7 +172,54 @@ class Run:
         return (self.folder / "done" / _shard_name(shard)).exists()
 
     def pairs(self) -> pd.DataFrame:
+        """The pairs the run scores (``pairs.parquet``), checked against the run's record.
+
+        Raises:
+            StoreError: the file is missing or not the one the record names (names the file
+                and what to do).
+        """
+        problem = self.store.pairs_problem(self)
+        if problem:
+            raise StoreError(f"run {self.id}: runs/{self.id}/pairs.parquet {problem}")
         return pd.read_parquet(self.folder / "pairs.parquet")
+
+    def write_pairs(self, pairs: pd.DataFrame) -> None:
+        """Write (or restore) ``pairs.parquet`` and record its bytes, rows and SHA-256 in
+        ``run.json`` (the caller guarantees that ``pairs`` are the key's: the same
+        ``pairs_sha256``)."""
+        info = _atomic_write(self.folder / "pairs.parquet",
+                             lambda p: pairs.reset_index(drop=True).to_parquet(p, index=False))
+        path = self.folder / "run.json"
+        if path.exists():
+            record = self.record
+            record["pairs_file"] = {"rows": len(pairs), **info}
+            _write_json(path, record)
+        else:
+            self._pairs_info = {"rows": len(pairs), **info}
+
+    def shard_names(self) -> list[str]:
+        """The run's shards that are done, in shard order (only names of the run's own
+        shards: a planted marker of another name is never read)."""
+        done = self.done()
+        return [n for n in self.shards() if n in done]
+
+    def recorded(self, folder: str, suffix: str) -> list[Path]:
+        """The files of ``<folder>/run=<run>/`` that the done markers of the run's shards record
+        (sorted by name), and only those: a file no marker records is never read. A marker
+        written before files were recorded stands for ``<shard><suffix>`` of its shard."""
+        prefix, out = f"{folder}/run={self.id}/", []
+        for name in self.shard_names():
+            try:
+                files = json.loads((self.folder / "done" / name).read_text()).get("files")
+            except (ValueError, UnicodeDecodeError, AttributeError):
+                files = {}
+            if files is None:  # a marker from before checksums
+                legacy = self.store.root / folder / f"run={self.id}" / f"{name}{suffix}"
+                out += [legacy] if legacy.is_file() else []
+                continue
+            out += [self.store.root / rel for rel in files
+                    if rel.startswith(prefix) and rel.endswith(suffix)]
+        return sorted(out, key=lambda p: p.name)
 
     def write_shard(self, shard, measures: pd.DataFrame | None = None,
                     details: dict | None = None, seconds: float | None = None) -> None:
@@ -246,7 +305,12 @@ class Run:
         return total
 
     def finish(self) -> None:
-        """Mark the run complete (after its last shard)."""
+        """Mark the run complete (after its last shard), only if every shard checks.
+
+        Raises:
+            StoreError: a shard is not done, or a file of the run is not as recorded.
+        """
+        self.store.check(self.id, complete=True)
         record = self.record
         record.update(status="complete", finished=_now())
         _write_json(self.folder / "run.json", record)
@@ -267,6 +331,9 @@ class Store:
         Raises:
             StoreError: ``root`` is a file (not a store folder).
         """
+        if not isinstance(root, (str, os.PathLike)) or not os.fspath(root).strip():
+            raise StoreError(f"the results store is {root!r}, not a folder name; pass a folder "
+                             f"with --store (store=)")
         self.root = Path(root)
         if self.root.exists() and not self.root.is_dir():
             raise StoreError(f"results store {str(self.root)!r} is a file, not a folder; pass a "
@@ -298,6 +365,11 @@ class Store:
             raise StoreError(f"results store {str(self.root)!r} is not writable ({folder}: "
                              f"{err.strerror}); pass a writable folder with --store (store=)"
                              ) from None
+        free = shutil.disk_usage(folder).free
+        if free < MIN_FREE_BYTES:
+            raise StoreError(f"results store {str(self.root)!r} is on a full disk ({folder}: "
+                             f"{free:,} bytes free, at least {MIN_FREE_BYTES:,} needed); free "
+                             f"space or pass another folder with --store (store=)")
 
     # --- writing ---------------------------------------------------------------------------
     def open_run(self, key: dict, pairs: pd.DataFrame, shard_size: int, provenance: dict
@@ -318,14 +390,31 @@ class Store:
                 raise StoreError(f"{path} holds another key than this run's (id collision); "
                                  f"move that folder away")
             return run
+        self.check_unowned(rid)
         n = len(pairs)
-        _atomic_write(run.folder / "pairs.parquet",
-                      lambda p: pairs.reset_index(drop=True).to_parquet(p, index=False))
+        run.write_pairs(pairs)
         _write_json(path, {"run": rid, "key": key, "status": "running", "created": _now(),
                            "package_version": __version__, "n_pairs": n,
                            "shard_size": shard_size, "n_shards": max(1, -(-n // shard_size)),
-                           "provenance": provenance})
+                           "pairs_file": run._pairs_info, "provenance": provenance})
         return run
+
+    def check_unowned(self, rid: str) -> None:
+        """That no file of run ``rid`` is in the store while its record is not (a renamed or
+        deleted run folder), before a new run of that id is opened.
+
+        Raises:
+            StoreError: names the folders and what to do.
+        """
+        if (self.root / "runs" / rid / "run.json").exists():
+            return
+        held = [p for p in self.root.glob(f"*/run={rid}") if p.parent.name != "quarantine"]
+        if held:
+            raise StoreError(f"results store {self.root}: {held[0].relative_to(self.root)}/ holds "
+                             f"files of run {rid} but runs/{rid}/run.json is missing (a renamed "
+                             f"or deleted run folder); see `xcomps-study verify --store "
+                             f"{self.root}`, move the run folder back or those folders out of "
+                             f"the store")
 
     # --- reading ---------------------------------------------------------------------------
     def run(self, rid: str) -> Run:
@@ -346,67 +435,183 @@ class Store:
 
     def runs(self) -> pd.DataFrame:
         """One row per run: id, method, status, shards done / total, pairs, model, weights,
-        dtype, device, first-token convention, parameters, package version, created."""
+        dtype, device, first-token convention, parameters, package version, created.
+
+        A run whose ``run.json`` cannot be read has status ``unreadable`` (the other runs are
+        listed as usual); one whose record names another run (a renamed or copied folder) has
+        status ``misnamed``."""
         rows = []
         for rid in self.ids():
             run = Run(self, rid)
-            rec, key = run.record, run.record["key"]
-            rows.append({"run": rid, "method": key.get("method"), "status": rec["status"],
+            try:
+                rec = run.record
+            except StoreError:
+                rows.append({"run": rid, "status": "unreadable"})
+                continue
+            key = rec["key"]
+            status = rec["status"] if self._misnamed(rid, rec) is None else "misnamed"
+            rows.append({"run": rid, "method": key.get("method"), "status": status,
                          "shards": f"{sum(d.startswith('shard-') for d in run.done())}/{rec['n_shards']}",
-                         "pairs": rec["n_pairs"], "model": key.get("model"),
+                         "pairs": rec.get("n_pairs"), "model": key.get("model"),
                          "weights": str(key.get("model_revision"))[:12],
                          "dtype": key.get("dtype"), "device": key.get("device"),
                          "bos_policy": key.get("bos_policy"),
                          "parameters": _canonical(key.get("parameters", {})),
-                         "version": rec.get("package_version"), "created": rec["created"]})
+                         "version": rec.get("package_version"), "created": rec.get("created")})
         return pd.DataFrame(rows, columns=["run", "method", "status", "shards", "pairs", "model",
                                            "weights", "dtype", "device", "bos_policy",
                                            "parameters", "version", "created"])
 
     def _parts(self, folder: str, rid: str, suffix: str) -> list[Path]:
         self.check(rid)
-        d = self.root / folder / f"run={rid}"
-        return sorted(d.glob(f"[!.]*{suffix}")) if d.is_dir() else []
+        return Run(self, rid).recorded(folder, suffix)
 
     # --- verifying and repairing -----------------------------------------------------------
-    def verify(self, runs: list[str] | None = None) -> list[dict]:
-        """Check runs (default: every run) against their records: a readable ``run.json``; a
-        complete run has every shard's done marker; every file a marker records is there with its
-        bytes, rows and SHA-256. Markers written before checksums were recorded are taken as
-        they are.
+    def is_store(self) -> bool:
+        """Whether the folder is a results store: it holds ``runs/`` or a results folder
+        (``<name>/run=<id>/``), or it is empty (a store before its first run)."""
+        if not self.root.is_dir():
+            return False
+        if (self.root / "runs").is_dir() or not any(self.root.iterdir()):
+            return True
+        return any(True for _ in self.root.glob("*/run=*"))
+
+    @staticmethod
+    def _misnamed(rid: str, rec: dict) -> str | None:
+        named = rec.get("run", rid)
+        if named != rid:
+            return f"records run {named}: a renamed or copied run folder (move it back to " \
+                   f"runs/{named}/ or out of the store)"
+        if run_id(rec["key"]) != rid:
+            return f"holds a key whose id is {run_id(rec['key'])}, not {rid}: the record was " \
+                   f"edited or the folder renamed (move it out of the store)"
+        return None
+
+    def pairs_problem(self, run: Run) -> str | None:
+        """What is wrong with a run's ``pairs.parquet`` against the bytes, rows and SHA-256
+        ``run.json`` records (runs written before it was recorded: only that it is there), or
+        ``None``."""
+        rec = run.record.get("pairs_file")
+        path = run.folder / "pairs.parquet"
+        if rec is None:
+            return None if path.is_file() else "missing"
+        problem = self._check_file(path, rec)
+        return f"{problem} (run.json records its SHA-256)" if problem else None
+
+    def unowned(self) -> list[dict]:
+        """Data that no run record owns: a run folder without ``run.json``, and results folders
+        (``<name>/run=<id>/``) of an id that has no run record (a renamed or deleted run
+        folder). One :meth:`verify` problem each (``repair`` ``""``: a person decides)."""
+        out, ids = [], set(self.ids())
+        runs = self.root / "runs"
+        for d in sorted(runs.iterdir()) if runs.is_dir() else []:
+            if d.name not in ids:
+                out.append({"run": d.name, "shard": "", "file": f"runs/{d.name}/run.json",
+                            "problem": "missing: nothing records this run folder (move it out "
+                                       "of the store)" if d.is_dir() else
+                            "missing: a file where run folders belong (move it out of the store)",
+                            "repair": ""})
+        for d in sorted(self.root.glob("*/run=*")):
+            rid = d.name[4:]
+            if d.parent.name not in ("runs", "quarantine") and rid not in ids:
+                out.append({"run": rid, "shard": "", "file": f"{d.parent.name}/{d.name}/",
+                            "problem": f"no run record owns it (runs/{rid}/run.json missing: a "
+                                       f"renamed or deleted run folder); move the run folder "
+                                       f"back or this folder out of the store", "repair": ""})
+        return out
+
+    def verify(self, runs: list[str] | None = None, complete: bool = False) -> list[dict]:
+        """Check runs (default: every run, and the data no run owns, :meth:`unowned`) against
+        their records: a readable ``run.json`` naming its own folder (its ``run`` and the id of
+        its key); ``pairs.parquet`` as recorded; a complete run (or, with ``complete``, any run)
+        has every shard's done marker; every file a marker records is there with its bytes,
+        rows and SHA-256; no other file is in the run's folders (a *foreign* file, never read).
+        Markers written before checksums were recorded are taken as they are.
 
         Returns:
-            one ``{"run", "shard", "file", "problem"}`` per damaged file (``shard`` is ``""`` for
-            the run record itself); empty if all is well.
+            one ``{"run", "shard", "file", "problem", "repair"}`` per problem (``shard`` is
+            ``""`` for what is not a shard's; ``repair``: ``"recompute"`` a shard, ``"move"`` a
+            foreign file to the quarantine, ``""`` a person must act, the problem says how);
+            empty if all is well.
         """
-        out = []
+        out = self.unowned() if runs is None else []
         for rid in self.ids() if runs is None else runs:
-            run = Run(self, rid)
-            try:
-                names = run.shards() if run.complete else sorted(run.done())
-            except StoreError as err:
-                out.append({"run": rid, "shard": "", "file": f"runs/{rid}/run.json",
-                            "problem": str(err)})
+            out += self._verify_run(rid, complete)
+        return out
+
+    def _verify_run(self, rid: str, complete: bool = False) -> list[dict]:
+        run, out = Run(self, rid), []
+
+        def add(shard, file, problem, repair):
+            out.append({"run": rid, "shard": shard, "file": file, "problem": problem,
+                        "repair": repair})
+
+        try:
+            rec = run.record
+            shards = run.shards()
+        except (StoreError, FileNotFoundError) as err:
+            add("", f"runs/{rid}/run.json", str(err) if isinstance(err, StoreError)
+                else "missing", "")
+            return out
+        misnamed = self._misnamed(rid, rec)
+        if misnamed:
+            add("", f"runs/{rid}/run.json", misnamed, "")
+            return out
+        pairs = self.pairs_problem(run)
+        if pairs:
+            add("", f"runs/{rid}/pairs.parquet", f"{pairs}; rerun the run (the same command or "
+                f"methods.run call) to restore it from the data, then repair", "")
+        done = run.done()
+        # an unfinished run's shards not done yet: their files (written before the marker) are
+        # rewritten by its computation, so they are not foreign
+        pending = set(shards) - done if rec.get("status") != "complete" else set()
+        names = shards if complete or rec.get("status") == "complete" else \
+            [n for n in shards if n in done]
+        recorded = set()
+        for name in names:
+            if (rid, name) in self._repairing:
+                recorded |= {p.relative_to(self.root).as_posix() for p in
+                             self.root.glob(f"*/run={rid}/{name}.*")}
                 continue
-            done = run.done()
-            for name in names:
-                if (rid, name) in self._repairing:
+            marker = run.folder / "done" / name
+            if name not in done:
+                add(name, f"runs/{rid}/done/{name}", "done marker missing", "recompute")
+                pending.add(name)  # its files go with the shard's repair
+                continue
+            try:
+                files = json.loads(marker.read_text()).get("files")
+            except (ValueError, UnicodeDecodeError, AttributeError):
+                add(name, f"runs/{rid}/done/{name}", "done marker unreadable", "recompute")
+                pending.add(name)
+                continue
+            if files is None:  # a marker from before checksums: its shard's files as they are
+                recorded |= {p.relative_to(self.root).as_posix() for p in
+                             self.root.glob(f"*/run={rid}/{name}.*")}
+                continue
+            for rel, frec in files.items():
+                recorded.add(rel)
+                problem = self._check_file(self.root / rel, frec)
+                if problem:
+                    add(name, rel, problem, "recompute")
+        # foreign: what no marker of the run's shards records (temporary files of a write in
+        # progress and the files of the pending shards apart)
+        for d in self.root.glob(f"*/run={rid}"):
+            if d.parent.name in ("runs", "quarantine"):
+                continue
+            for f in sorted(d.rglob("*")):
+                rel = f.relative_to(self.root).as_posix()
+                if (f.is_dir() or f.name.startswith(".") or rel in recorded
+                        or f.name.split(".")[0] in pending):
                     continue
-                marker = run.folder / "done" / name
-                if name not in done:
-                    out.append({"run": rid, "shard": name, "file": f"runs/{rid}/done/{name}",
-                                "problem": "done marker missing"})
-                    continue
-                try:
-                    files = json.loads(marker.read_text()).get("files", {})
-                except (ValueError, UnicodeDecodeError, AttributeError):
-                    out.append({"run": rid, "shard": name, "file": f"runs/{rid}/done/{name}",
-                                "problem": "done marker unreadable"})
-                    continue
-                for rel, rec in files.items():
-                    problem = self._check_file(self.root / rel, rec)
-                    if problem:
-                        out.append({"run": rid, "shard": name, "file": rel, "problem": problem})
+                add("", rel, "foreign: no done marker records it (never read)", "move")
+        for name in sorted(done - set(shards)):
+            add("", f"runs/{rid}/done/{name}", "foreign: not a shard of this run (never read)",
+                "move")
+        for f in sorted(run.folder.iterdir()):
+            if f.name not in ("run.json", "pairs.parquet", "done", "locks") and \
+                    not f.name.startswith("."):
+                add("", f"runs/{rid}/{f.name}", "foreign: not a file of a run (never read)",
+                    "move")
         return out
 
     def _check_file(self, path: Path, rec: dict) -> str | None:
@@ -431,47 +636,61 @@ class Store:
         self._verified.add(seen)
         return None
 
-    def check(self, rid: str) -> None:
-        """:meth:`verify` one run before its results are read.
+    def check(self, rid: str, complete: bool = False) -> None:
+        """:meth:`verify` one run before its results are read (``complete``: every shard must
+        be done, as before the run is marked complete).
 
         Raises:
-            StoreError: a damaged shard: names the run, the shard, the file and the repair.
+            StoreError: a damaged shard, a foreign file or a record that does not check: names
+                the run, the shard, the file and what to do.
         """
-        problems = self.verify([rid])
+        problems = self.verify([rid], complete=complete)
         if problems:
             first = problems[0]
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
             where = f"shard {first['shard']}: " if first["shard"] else ""
-            raise StoreError(f"run {rid}: {where}{first['file']} {first['problem']}{more}; "
-                             f"repair: xcomps-study verify --store {self.root} --repair")
+            todo = (f"; repair: xcomps-study verify --store {self.root} --repair"
+                    if any(p["repair"] for p in problems) else "")
+            raise StoreError(f"run {rid}: {where}{first['file']} {first['problem']}{more}{todo}")
 
     def repair(self, recompute, problems: list[dict] | None = None) -> list[dict]:
         """Recompute the damaged shards :meth:`verify` finds (or those of ``problems``), and only
         them (:func:`xcomps_utils.methods.repair` recomputes with the run's own model, dtype,
-        device kind and parameters). The damaged shard's files and marker are moved to
-        ``<root>/quarantine/<time>/`` (nothing is deleted); every other file stays as it is.
+        device kind and parameters); move foreign files to the quarantine. The damaged shard's
+        files and marker are moved to ``<root>/quarantine/<time>/`` (nothing is deleted); every
+        other file stays as it is.
 
         Args:
             recompute: ``recompute(run)`` -> a function ``(shard name) -> (measures,
                 details)`` for that run (called once per damaged run).
 
         Returns:
-            one ``{"run", "shard", "moved"}`` per repaired shard.
+            one ``{"run", "shard", "moved"}`` per repaired shard or moved foreign file
+            (``shard`` ``""``).
 
         Raises:
-            StoreError: a problem that is not a shard's (an unreadable run record), and what
-                ``recompute`` raises.
+            StoreError: before anything is recomputed or moved, a problem no repair can fix (an
+                unreadable or misnamed run record, a missing or altered pairs file, data no run
+                owns), naming it and what to do; and what ``recompute`` raises.
         """
         problems = self.verify() if problems is None else problems
+        manual = [pr for pr in problems if not pr.get("repair", "recompute" if pr["shard"]
+                                                      else "")]
+        if manual:
+            pr = manual[0]
+            more = f" (and {len(manual) - 1} more)" if len(manual) > 1 else ""
+            raise StoreError(f"cannot repair run {pr['run']}: {pr['file']} {pr['problem']}{more}")
         damaged: dict[str, list[str]] = {}
+        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+        out = []
         for pr in problems:
-            if not pr["shard"]:
-                raise StoreError(f"cannot repair run {pr['run']}: {pr['problem']}")
+            if pr.get("repair") == "move":
+                out.append({"run": pr["run"], "shard": "", "moved": [self._move_aside(
+                    pr["file"], stamp)]})
+                continue
             damaged.setdefault(pr["run"], [])
             if pr["shard"] not in damaged[pr["run"]]:
                 damaged[pr["run"]].append(pr["shard"])
-        stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
-        out = []
         for rid, names in damaged.items():
             run = Run(self, rid)
             one = recompute(run)
@@ -486,6 +705,12 @@ class Store:
                     self._repairing.discard((rid, name))
                 out.append({"run": rid, "shard": name, "moved": moved})
         return out
+
+    def _move_aside(self, rel: str, stamp: str) -> str:
+        dest = self.root / "quarantine" / stamp / rel
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(self.root / rel, dest)
+        return rel
 
     def _quarantine(self, rid: str, name: str, stamp: str) -> list[str]:
         """Move a shard's files and marker to ``quarantine/<stamp>/`` (same relative paths)."""
