@@ -26,12 +26,25 @@ interval), after the family's correction:
 * ``supported``: the effect is on the side the hypothesis predicts;
 * ``contradicted``: it is on the other side, or (for a two-sided hypothesis of *some* effect,
   given ``margin``) within ``±margin`` of no effect (two one-sided tests);
+* ``equivalent``: neither side is decided, but the effect is shown to lie within
+  ``±sesoi`` of the null, the claim's stated smallest effect of interest (two one-sided tests,
+  TOST: Schuirmann, 1987; Lakens, 2017): "no effect that matters", a result, not a failure to
+  decide. For a two-sided hypothesis of *some* effect this is what contradicts it;
 * ``inconclusive``: anything else, at this sample size. :attr:`ClaimTest.items_needed` says how
-  many units would give an 80% chance of deciding an effect of the claim's stated smallest size
-  of interest (``sesoi``), from the precision reached, never from the point estimate;
+  many units would give an 80% chance of deciding (supported, contradicted or equivalent) whatever
+  the true effect, from the precision reached, never from the point estimate; it is never a
+  number at or below the units already used;
 * ``cannot be decided``: no outcome of the test could reach the level (a permutation over 7
-  languages with 18 distinct labelings has a smallest p of 1/18); the effect is shown as a
-  description.
+  languages with 18 distinct labelings has a smallest p of 1/18; a bootstrap over fewer than
+  :data:`MIN_BOOTSTRAP_UNITS` units; a bootstrap whose resolution ``1 / (B + 1)`` is above the
+  family's level), or the statistic could not be computed (:attr:`ClaimTest.reason` says why);
+  the effect is shown as a description, never as a test.
+
+Families (:func:`correct`) are Holm-corrected over the tests that *can* reach the level at the
+family's size (Tarone, 1990): a test that no outcome could decide is left out of the family and
+of its printed size, instead of diluting the tests that can. The interval printed beside a
+corrected verdict is the one the verdict reads (at the family-adjusted level), labelled, beside the
+unadjusted 95% interval.
 
 For a bootstrap, ``p_supported`` is the share of replicates on the null's side of ``null``
 (``(k + 1) / (B + 1)``), so "supported" at 0.025 is "the 95% percentile interval excludes the
@@ -43,7 +56,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Callable
 
 import numpy as np
@@ -52,16 +65,19 @@ import pandas as pd
 __all__ = ["ClaimTest", "cluster_bootstrap", "bootstrap_means", "verdict", "evaluate_claim",
            "claims_table", "claims_markdown", "decided", "items_needed", "DEFAULT_N_BOOT",
            "ALPHA", "VERDICTS", "correct", "permutation_test", "language_claim", "finish",
-           "percentile_interval", "bootstrap_p", "decided_rows", "permutation_p", "SESOI"]
+           "percentile_interval", "bootstrap_p", "decided_rows", "permutation_p", "SESOI",
+           "equivalence_p", "MIN_BOOTSTRAP_UNITS", "testable", "verdict_label"]
 
 DEFAULT_N_BOOT = 2000
 #: fewer units than this and a bootstrap gives no verdict ("cannot be decided"): the percentile
 #: interval of a handful of clusters covers far below 95% (two identical items give an interval
 #: of width 0)
-MIN_BOOTSTRAP_UNITS = 10
+#: (measured in ``tests/test_claims.py``: at 10-12 clusters a percentile interval's one-sided
+#: error is 1.5-2x its nominal 2.5%; from about 20 it is within simulation error of nominal)
+MIN_BOOTSTRAP_UNITS = 20
 #: family-wise error rate of a family of tests, two-sided: each side is tested at ALPHA / 2
 ALPHA = 0.05
-VERDICTS = ("supported", "contradicted", "inconclusive", "cannot be decided")
+VERDICTS = ("supported", "contradicted", "equivalent", "inconclusive", "cannot be decided")
 
 
 @dataclass(frozen=True)
@@ -97,6 +113,14 @@ class ClaimTest:
             bootstrap, whose resolution is ``1 / (B + 1)``).
         sesoi: the smallest effect of interest, in ``measure``'s unit.
         caveat: what the data's making can do to the effect (translation, confounds).
+        margin: the equivalence margin (``sesoi`` unless given): ``equivalent`` means the effect
+            is shown within ``null ± margin``.
+        p_equivalent: the TOST p of equivalence within ``±margin`` (the larger of the two
+            one-sided p-values), uncorrected; NaN where no margin or no replicates.
+        adj_low, adj_high: the interval at the family-adjusted level (the one the verdict reads:
+            it excludes the null exactly when the adjusted p is at most ``ALPHA``); NaN outside a
+            family or for a permutation test.
+        reason: why a test is "cannot be decided" (too few units, resolution, not computable).
     """
 
     claim: str
@@ -127,6 +151,11 @@ class ClaimTest:
     sesoi: float | None = None
     caveat: str = ""
     margin: float | None = None
+    p_equivalent: float = math.nan
+    adj_low: float = math.nan
+    adj_high: float = math.nan
+    reason: str = ""
+    reps: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def half_width(self) -> float:
@@ -134,7 +163,9 @@ class ClaimTest:
         return (self.ci_high - self.ci_low) / 2
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "half_width": self.half_width}
+        """The fields (without the bootstrap replicates) plus ``half_width``."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "reps"}
+        return {**out, "half_width": self.half_width}
 
 
 # --- resampling -------------------------------------------------------------------------------
@@ -251,9 +282,12 @@ def bootstrap_means(data: pd.DataFrame, value: str, cluster: str | list[str],
     return est, lo, hi, n
 
 
-def bootstrap_p(reps: np.ndarray, null: float, direction: int, margin: float | None
-             ) -> tuple[float, float]:
-    """One-sided bootstrap p-values ``(p_supported, p_contradicted)`` from replicates."""
+def bootstrap_p(reps: np.ndarray, null: float, direction: int, margin: float | None = None
+                ) -> tuple[float, float]:
+    """One-sided bootstrap p-values ``(p_supported, p_contradicted)`` from replicates ``[B]``
+    (``(k + 1) / (B + 1)``, NaN replicates left out). For ``direction == 0``: ``(two-sided p,
+    NaN)``; the equivalence p is :func:`equivalence_p` (``margin`` is ignored, kept for old
+    callers)."""
     ok = reps[np.isfinite(reps)]
     if len(ok) == 0:
         return math.nan, math.nan
@@ -264,17 +298,27 @@ def bootstrap_p(reps: np.ndarray, null: float, direction: int, margin: float | N
         return float(below), float(above)
     if direction < 0:
         return float(above), float(below)
-    two = min(1.0, 2 * min(below, above))
-    if margin is None:
-        return float(two), math.nan
-    equiv = max((np.sum(ok >= null + margin) + 1) / (b + 1),
-                (np.sum(ok <= null - margin) + 1) / (b + 1))
-    return float(two), float(equiv)
+    return float(min(1.0, 2 * min(below, above))), math.nan
 
 
-def _decide(p_sup: float, p_con: float, direction: int, level: float, smallest_p: float = 0.0
-            ) -> str:
-    """The verdict from one-sided p-values at ``level`` (0.025 uncorrected)."""
+def equivalence_p(reps: np.ndarray, null: float, margin: float | None) -> float:
+    """The TOST p of equivalence, "the effect lies within ``null ± margin``" (Schuirmann, 1987):
+    the larger of the two one-sided bootstrap p-values against ``null - margin`` and
+    ``null + margin``. At one-sided level ``a`` it is "the ``1 - 2a`` percentile interval lies
+    inside the margins". NaN without a margin or finite replicates."""
+    ok = reps[np.isfinite(reps)] if reps is not None else np.array([])
+    if margin is None or not margin > 0 or len(ok) == 0:
+        return math.nan
+    b = len(ok)
+    return float(max((np.sum(ok >= null + margin) + 1) / (b + 1),
+                     (np.sum(ok <= null - margin) + 1) / (b + 1)))
+
+
+def _decide(p_sup: float, p_con: float, direction: int, level: float, smallest_p: float = 0.0,
+            p_equiv: float = math.nan, level_equiv: float | None = None) -> str:
+    """The verdict from one-sided p-values at ``level`` (0.025 uncorrected): supported, then
+    contradicted, then equivalent (``p_equiv`` at ``level_equiv``, default ``level``), else
+    inconclusive; "cannot be decided" when ``smallest_p`` cannot reach the level."""
     if smallest_p > (2 * level if direction == 0 else level):
         return "cannot be decided"
     if direction == 0:  # p_sup is two-sided
@@ -282,8 +326,10 @@ def _decide(p_sup: float, p_con: float, direction: int, level: float, smallest_p
             return "supported"
     elif np.isfinite(p_sup) and p_sup <= level:
         return "supported"
-    if np.isfinite(p_con) and p_con <= level:
+    if direction != 0 and np.isfinite(p_con) and p_con <= level:
         return "contradicted"
+    if np.isfinite(p_equiv) and p_equiv <= (level if level_equiv is None else level_equiv):
+        return "equivalent"
     return "inconclusive"
 
 
@@ -294,42 +340,46 @@ def verdict(low: float, high: float, direction: int, null: float = 0.0,
     Args:
         direction: ``+1`` (predicts above ``null``), ``-1`` (below), ``0`` (some effect, either
             side).
-        margin: for ``direction=0`` only, an effect within ``±margin`` of ``null`` counts as no
-            effect: an interval inside it contradicts the hypothesis.
+        margin: an effect within ``±margin`` of ``null`` counts as no effect that matters: an
+            interval inside it that does not decide a side is ``"equivalent"``.
 
     Returns:
-        ``"supported"``, ``"contradicted"`` or ``"inconclusive"`` (also for a NaN interval).
+        ``"supported"``, ``"contradicted"``, ``"equivalent"`` or ``"inconclusive"`` (also for a
+        NaN interval).
     """
     if direction not in (-1, 0, 1):
         raise ValueError(f"direction must be -1, 0 or +1, got {direction!r}")
     if not (np.isfinite(low) and np.isfinite(high)):
         return "inconclusive"
-    if direction == 0:
-        if low > null or high < null:
-            return "supported"
-        if margin is not None and null - margin < low and high < null + margin:
-            return "contradicted"
-        return "inconclusive"
     above, below = low > null, high < null
+    if direction == 0 and (above or below):
+        return "supported"
     if (above and direction > 0) or (below and direction < 0):
         return "supported"
-    if above or below:
+    if direction != 0 and (above or below):
         return "contradicted"
+    if margin is not None and null - margin < low and high < null + margin:
+        return "equivalent"
     return "inconclusive"
 
 
 def items_needed(low: float, high: float, n: int, sesoi: float | None, power: float = 0.8,
                  confidence: float = 0.95) -> int | None:
-    """About how many units would give a ``power`` chance of deciding an effect of size
-    ``sesoi`` (the smallest effect of interest), from the precision this run reached.
+    """About how many units would give a ``power`` chance of deciding the claim whatever the
+    true effect: supported (or contradicted) when it is at least ``sesoi`` away from the null,
+    equivalent when it is within, from the precision this run reached.
 
-    The normal-approximation sample size ``n * ((z_(1-a/2) + z_power) * se / sesoi)**2`` with
-    ``se`` = the interval's half-width / ``z_(1-a/2)``. It uses the stated ``sesoi``, not the
-    measured effect: a size computed from an inconclusive run's own estimate (post-hoc power) is
-    biased and far too variable to plan with.
+    The hardest true effect is halfway, ``sesoi / 2``: both a test against the null and the
+    equivalence test against ``±sesoi`` are then ``sesoi / 2`` away, so the interval's half-width
+    must be ``sesoi / 2`` at ``power``: ``n * ((z_(1-a/2) + z_power) * se / (sesoi / 2))**2``
+    with ``se`` = this interval's half-width / ``z_(1-a/2)`` and the standard error shrinking as
+    ``1 / sqrt(n)``. It uses the stated ``sesoi``, not the measured effect (post-hoc power is
+    biased and far too variable to plan with).
 
     Returns:
-        an integer, or ``None`` when the interval is undefined or no ``sesoi`` is stated.
+        an integer above ``n``, or ``None`` when the interval is undefined, no ``sesoi`` is
+        stated, or this precision already suffices (then the run needs no more units: it is
+        decided, or more units will not change the normal-approximation answer).
     """
     from scipy.stats import norm
 
@@ -338,16 +388,28 @@ def items_needed(low: float, high: float, n: int, sesoi: float | None, power: fl
         return None
     z = norm.ppf(1 - (1 - confidence) / 2)
     se = half / z
-    return int(math.ceil(n * ((z + norm.ppf(power)) * se / sesoi) ** 2))
+    need = int(math.ceil(n * ((z + norm.ppf(power)) * se / (sesoi / 2)) ** 2))
+    return need if need > n else None
 
 
 def finish(t: ClaimTest, level: float) -> ClaimTest:
     """``t`` with its verdict read from its p-values at one-sided ``level`` (Holm-adjusted
-    within its family when it has one) and ``items_needed`` for an inconclusive item claim."""
-    v = _decide(t.p_supported if t.family_size == 1 or not np.isfinite(t.p_adjusted)
-                else _side_adjusted(t, "sup"),
-                t.p_contradicted if t.family_size == 1 or not np.isfinite(t.p_adjusted)
-                else _side_adjusted(t, "con"), t.direction, level, t.smallest_p)
+    within its family when it has one; equivalence Bonferroni-adjusted over the family) and
+    ``items_needed`` for an inconclusive item claim. A test whose p-values could not be computed
+    is "cannot be decided", with its reason."""
+    if t.reason:
+        return replace(t, verdict="cannot be decided", items_needed=None)
+    fam = t.family_size > 1 and np.isfinite(t.p_adjusted)
+    p_eq = min(1.0, t.p_equivalent * t.family_size) if fam else t.p_equivalent
+    v = _decide(_side_adjusted(t, "sup") if fam else t.p_supported,
+                _side_adjusted(t, "con") if fam else t.p_contradicted,
+                t.direction, level, t.smallest_p, p_eq)
+    if v == "cannot be decided":
+        why = (f"fewer than {MIN_BOOTSTRAP_UNITS} {t.unit}s: a bootstrap over so few is no test "
+               f"(its interval covers far below {t.confidence:.0%})"
+               if t.unit != "language" and t.smallest_p >= 1 else
+               f"the smallest p any outcome could give is {t.smallest_p:.3g}, above {level:g}")
+        return replace(t, verdict=v, items_needed=None, reason=why)
     need = (items_needed(t.ci_low, t.ci_high, t.n_items, t.sesoi, confidence=t.confidence)
             if v == "inconclusive" and t.unit == "item" else None)
     return replace(t, verdict=v, items_needed=need)
@@ -357,8 +419,7 @@ def _side_adjusted(t: ClaimTest, side: str) -> float:
     """The Holm-adjusted p of one side: the adjusted decision p applies to the side that is
     the smaller; the other side is not decided."""
     if t.direction == 0:
-        # two-sided p adjusted; the equivalence p is Bonferroni-adjusted (conservative)
-        return t.p_adjusted if side == "sup" else min(1.0, t.p_contradicted * t.family_size)
+        return t.p_adjusted if side == "sup" else math.nan
     sup_smaller = t.p_supported <= t.p_contradicted
     if (side == "sup") == sup_smaller:
         return t.p_adjusted / 2
@@ -373,9 +434,17 @@ def evaluate_claim(claim: str, hypothesis: str, measure: str, data: pd.DataFrame
                    sesoi: float | None = None, caveat: str = "") -> ClaimTest:
     """Test one claim by bootstrap over ``cluster``: :func:`cluster_bootstrap` (or, when
     ``statistic`` is a tuple ``(value, by, combine)``, :func:`bootstrap_means`), one-sided
-    p-values from the replicates, and the uncorrected verdict (a family of one; see
-    :func:`correct`). The building block of the named claims below; use it for a claim of your
-    own."""
+    p-values from the replicates, the TOST p of equivalence within ``±margin`` (``sesoi`` when no
+    margin is given), and the uncorrected verdict (a family of one; see :func:`correct`). The
+    building block of the named claims of the analysis modules; use it for a claim of your own.
+
+    Returns:
+        a :class:`ClaimTest`; "cannot be decided" with fewer than :data:`MIN_BOOTSTRAP_UNITS`
+        clusters, or (with its ``reason``) when more than 5% of replicates are not finite.
+
+    Raises:
+        ValueError: a bad ``direction``, ``n_boot < 100``, a missing column, no rows.
+    """
     if direction not in (-1, 0, 1):
         raise ValueError(f"direction must be -1, 0 or +1, got {direction!r}")
     if callable(statistic):
@@ -386,16 +455,25 @@ def evaluate_claim(claim: str, hypothesis: str, measure: str, data: pd.DataFrame
         est, reps, n = _means_reps(data, statistic[0], cluster, statistic[1], statistic[2],
                                    n_boot, seed)
     est, lo, hi, ok = percentile_interval(est, reps, n_boot, confidence)
-    p_sup, p_con = (bootstrap_p(ok, null, direction, margin) if np.isfinite(lo)
-                    else (math.nan, math.nan))
+    margin = sesoi if margin is None else margin
+    finite = np.isfinite(lo)
+    p_sup, p_con = bootstrap_p(ok, null, direction) if finite else (math.nan, math.nan)
     few = n < MIN_BOOTSTRAP_UNITS
+    reason = ""
+    if not finite and not few:
+        reason = (f"the statistic could not be computed in {1 - len(ok) / n_boot:.0%} of the "
+                  f"bootstrap replicates (a group it needs is missing from them)"
+                  if np.isfinite(est) else "the statistic cannot be computed on this data "
+                  "(a group it needs is missing)")
     t = ClaimTest(claim=claim, hypothesis=hypothesis, measure=measure, effect=est,
                   ci_low=lo, ci_high=hi, null=null, direction=direction, verdict="inconclusive",
                   n_items=n, unit=unit, n_obs=len(data), source=source, scope=scope,
                   confidence=confidence, null_hypothesis=null_hypothesis or _default_null(
                       null, direction), test=f"bootstrap over {unit}s ({n_boot} replicates)",
                   p_supported=p_sup, p_contradicted=p_con, sesoi=sesoi, caveat=caveat,
-                  margin=margin, smallest_p=1.0 if few else 0.0)
+                  margin=margin, smallest_p=1.0 if few else (2 if direction == 0 else 1) / (len(ok) + 1),
+                  p_equivalent=equivalence_p(ok, null, margin) if finite else math.nan,
+                  reason=reason, reps=ok if finite else None)
     return finish(t, (1 - confidence) / 2)
 
 
@@ -560,18 +638,66 @@ def language_claim(claim: str, hypothesis: str, measure: str, values: pd.Series,
 
 # --- families ---------------------------------------------------------------------------------
 
-def correct(tests: list[ClaimTest], family: str, role: str = "exploratory",
-            alpha: float = ALPHA) -> list[ClaimTest]:
-    """Holm's step-down correction over one family of tests (Holm, 1979; ``statsmodels``).
+def _min_p(t: ClaimTest) -> float:
+    """The smallest two-sided decision p a test can reach (1 when it cannot be computed)."""
+    if t.reason or not np.isfinite(t.p_supported):
+        return 1.0
+    return t.smallest_p if t.direction == 0 else min(1.0, 2 * t.smallest_p)
 
-    Each test's decision p is ``2 * min(p_supported, p_contradicted)`` (two-sided; for a
-    two-sided hypothesis, its two-sided p); Holm adjusts them over the family at ``alpha``, and
-    each verdict is read again from the adjusted p (a side is decided when its adjusted
-    one-sided p is at most ``alpha / 2``). Equivalence ("no effect within ±margin") is
-    Bonferroni-adjusted. Tests that cannot be decided keep that verdict and count in the family.
+
+def testable(tests: list[ClaimTest], alpha: float = ALPHA) -> np.ndarray:
+    """Which tests of a family can reach the level at the family's size (Tarone, 1990).
+
+    ``K`` is the smallest ``k`` with at most ``k`` tests whose smallest attainable two-sided p
+    is at most ``alpha / k``; those tests form the family. The others could not be decided by
+    any outcome at that size, so counting them would only lower every other test's level. The
+    choice reads the tests' designs (their smallest attainable p), never their outcomes, so the
+    family-wise error stays at ``alpha``.
 
     Returns:
-        the tests with ``family``, ``family_size``, ``role``, ``p_adjusted`` and the verdict set.
+        ``[n_tests]`` booleans.
+    """
+    pmin = np.array([_min_p(t) for t in tests], float)
+    for k in range(1, len(tests) + 1):
+        inside = pmin <= alpha / k
+        if inside.sum() <= k:
+            return inside
+    return np.zeros(len(tests), bool)
+
+
+def _adjusted_interval(t: ClaimTest, p_raw: float, p_adj: float, alpha: float):
+    """The percentile interval at the level the family's correction gave this test: it
+    excludes the null exactly when the adjusted p is at most ``alpha``."""
+    if t.reps is None or not (np.isfinite(p_raw) and np.isfinite(p_adj)) or p_adj <= 0:
+        return math.nan, math.nan
+    a = min(1 - t.confidence, alpha * p_raw / p_adj)
+    # the bootstrap p is (k + 1) / (B + 1): the replicates with the null value added once, so
+    # the interval's ends and the p-values count the same replicates
+    low, high = np.quantile(np.append(t.reps, t.null), [a / 2, 1 - a / 2],
+                            method="inverted_cdf")
+    return float(low), float(high)
+
+
+def correct(tests: list[ClaimTest], family: str, role: str = "exploratory",
+            alpha: float = ALPHA) -> list[ClaimTest]:
+    """Holm's step-down correction over one family of tests (Holm, 1979; ``statsmodels``),
+    restricted to the tests that can reach the level (:func:`testable`, Tarone, 1990).
+
+    Each test's decision p is ``2 * min(p_supported, p_contradicted)`` (two-sided; for a
+    two-sided hypothesis, its two-sided p); Holm adjusts them over the testable tests at
+    ``alpha``, and each verdict is read again from the adjusted p (a side is decided when its
+    adjusted one-sided p is at most ``alpha / 2``). Equivalence is Bonferroni-adjusted over the
+    same tests. A test left out (no outcome could decide it at the family's size, or it could
+    not be computed) is "cannot be decided", with its reason, and is not counted in
+    ``family_size``. Bootstrap tests get the interval at their adjusted level (``adj_low``,
+    ``adj_high``).
+
+    Returns:
+        the tests with ``family``, ``family_size`` (the tests corrected over), ``role``,
+        ``p_adjusted`` and the verdict set.
+
+    Raises:
+        ValueError: an unknown ``role``.
     """
     from statsmodels.stats.multitest import multipletests
 
@@ -581,15 +707,23 @@ def correct(tests: list[ClaimTest], family: str, role: str = "exploratory",
         return []
     p = np.array([t.p_supported if t.direction == 0 else
                   min(1.0, 2 * min(t.p_supported, t.p_contradicted)) for t in tests], float)
+    inside = testable(tests, alpha) & np.isfinite(p)
+    m = int(inside.sum())
     adj = np.full(len(p), np.nan)
-    ok = np.isfinite(p)
-    if ok.any():
-        adj[ok] = multipletests(p[ok], alpha=alpha, method="holm")[1]
+    if m:
+        adj[inside] = multipletests(p[inside], alpha=alpha, method="holm")[1]
     out = []
-    for t, a in zip(tests, adj):
-        t = replace(t, family=family, family_size=len(tests), role=role, p_adjusted=float(a))
-        out.append(finish(t, alpha / 2) if np.isfinite(a) or t.verdict == "cannot be decided"
-                   else replace(finish(t, alpha / 2), verdict="inconclusive"))
+    for t, pr, a, ok in zip(tests, p, adj, inside):
+        t = replace(t, family=family, family_size=max(m, 1), role=role, p_adjusted=float(a))
+        if not ok:
+            why = t.reason or (
+                f"in a family of {m} test{'s' if m != 1 else ''} (Tarone), the smallest p this "
+                f"test could give ({_min_p(t):.3g}, two-sided) cannot reach its level "
+                f"({alpha / max(m, 1):.3g})")
+            out.append(replace(t, verdict="cannot be decided", items_needed=None, reason=why))
+            continue
+        lo, hi = _adjusted_interval(t, pr, a, alpha)
+        out.append(finish(replace(t, adj_low=lo, adj_high=hi), alpha / 2))
     return out
 
 
@@ -607,40 +741,67 @@ def _p(p: float) -> str:
     return "n/a" if not np.isfinite(p) else ("< 0.001" if p < 0.001 else f"{p:.3f}")
 
 
+def _interval_words(t: ClaimTest, digits: int) -> str:
+    """The interval of a test, labelled by what it is."""
+    if not (np.isfinite(t.ci_low) and np.isfinite(t.ci_high)):
+        return ""
+    iv = f"[{t.ci_low:.{digits}f}, {t.ci_high:.{digits}f}]"
+    if t.verdict == "cannot be decided":
+        how = ("items resampled, languages fixed" if t.unit == "language"
+               else f"{t.unit}s resampled")
+        return f", description ({how}; not a test) {iv}"
+    text = f", {t.confidence:.0%} CI {iv}"
+    if t.family_size > 1 and np.isfinite(t.adj_low):
+        text += (f" (unadjusted; adjusted for the family, the interval the verdict reads: "
+                 f"[{t.adj_low:.{digits}f}, {t.adj_high:.{digits}f}])")
+    elif t.unit == "language":
+        text = f", description (items resampled, languages fixed; not the test) {iv}"
+    return text
+
+
+def verdict_label(t: ClaimTest) -> str:
+    """The verdict as printed: "Supported", "Equivalent within ±0.05", "Cannot be decided with
+    7 languages", ..."""
+    if t.verdict == "cannot be decided":
+        return f"Cannot be decided with {t.n_items} {t.unit}s"
+    if t.verdict == "equivalent":
+        return f"Equivalent within ±{t.margin:g}"
+    return t.verdict.capitalize()
+
+
 def claims_markdown(tests: list[ClaimTest], digits: int = 2) -> str:
     """The verdicts as a Markdown list: verdict, hypothesis and scope; the effect with its
-    interval and units; the unit, the null and the test; the family, its size and the corrected
-    p; the caveat; and, for an inconclusive one, the size that could decide it."""
+    interval (labelled: unadjusted and family-adjusted, or a description that is not a test)
+    and units; the unit, the null and the test; the family, its size and the corrected p; the
+    caveat; why an undecidable claim cannot be decided; and, for an inconclusive one, the size
+    that could decide it."""
     lines = []
     for t in tests:
         scope = f" ({t.scope})" if t.scope else ""
-        v = t.verdict.capitalize()
-        if t.verdict == "cannot be decided":
-            v = f"Cannot be decided with {t.n_items} {t.unit}s"
-        line = (f"- **{v}**{scope}: *{t.hypothesis}* — {t.measure}: "
-                f"{t.effect:.{digits}f}, {t.confidence:.0%} CI [{t.ci_low:.{digits}f}, "
-                f"{t.ci_high:.{digits}f}] (±{t.half_width:.{digits}f}), {t.n_items} "
+        effect = (f"{t.effect:.{digits}f}" if np.isfinite(t.effect)
+                  else "cannot be computed on this data")
+        line = (f"- **{verdict_label(t)}**{scope}: *{t.hypothesis}* — {t.measure}: "
+                f"{effect}{_interval_words(t, digits)}, {t.n_items} "
                 f"{t.unit}s. Null: {t.null_hypothesis}; {t.test}.")
-        if t.family:
+        if t.verdict == "cannot be decided":
+            line += f" Not a test: {t.reason}." if t.reason else ""
+        elif t.family:
             line += (f" Family: {t.family} ({t.role}, {t.family_size} test"
-                     f"{'s' if t.family_size != 1 else ''}, Holm), adjusted two-sided p "
-                     f"{_p(t.p_adjusted)} (level {ALPHA}).")
+                     f"{'s' if t.family_size != 1 else ''} that can reach the level, Holm), "
+                     f"adjusted two-sided p {_p(t.p_adjusted)} (level {ALPHA}).")
         else:
             line += f" Uncorrected p {_p(min(t.p_supported, t.p_contradicted))}."
-        if t.verdict == "cannot be decided" and t.unit != "language" and t.smallest_p >= 1:
-            line += (f" Fewer than {MIN_BOOTSTRAP_UNITS} {t.unit}s: a bootstrap over so few is "
-                     f"no test (its interval covers far below {t.confidence:.0%}); the effect "
-                     f"is a description.")
-        elif t.verdict == "cannot be decided":
-            line += (f" The smallest p any outcome could give is {t.smallest_p:.3f}, above "
-                     f"{ALPHA / 2}: the effect is a description, not a test.")
+        if t.verdict == "equivalent":
+            line += (f" The effect is shown within ±{t.margin:g} of {t.null:g} (two one-sided "
+                     f"tests, p {_p(t.p_equivalent)} uncorrected): no effect of the size that "
+                     f"matters.")
         if t.caveat:
             line += f" *Caveat:* {t.caveat}"
         if t.verdict == "inconclusive":
             if t.items_needed and t.sesoi:
                 line += (f" Not decided at this size: about {t.items_needed:,} {t.unit}s would "
-                         f"give an 80% chance of deciding an effect of {t.sesoi:g} (the smallest "
-                         f"of interest).")
+                         f"give an 80% chance of deciding it (an effect of at least {t.sesoi:g}, "
+                         f"the smallest of interest, or equivalence within ±{t.sesoi:g}).")
             else:
                 line += " Not decided at this size."
         lines.append(line)
