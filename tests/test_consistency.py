@@ -228,3 +228,17 @@ def test_agreement_and_the_xcomps_tables_keep_the_same_pairs():
         acc = xcomps_paper.method_tables(frame, pd.DataFrame(), ["de", "en"])["Direct"]
         mine = m.groupby(level=["lang", "negative_sample_type"]).mean().unstack()
         pd.testing.assert_frame_equal(mine[acc.columns], acc, check_names=False)
+
+
+def test_the_printed_agreement_verdict_flips_with_the_data():
+    """What the page prints (claims.correct then claims_markdown, as its claims cell): shared
+    item knowledge reads Supported; a type effect alone does not."""
+    from xcomps_utils import claims
+
+    def printed(d):
+        t = C.cross_lingual_agreement(d, n_boot=200, n_perm=499)
+        return claims.claims_markdown(claims.correct([t], "cross-lingual agreement"))
+    shared = printed(_langs_typed(np.random.default_rng(11), copy=0.6))
+    typed = printed(_langs_typed(np.random.default_rng(12), n_items=40))
+    assert shared.startswith("- **Supported**") and "within negative type" in shared
+    assert not typed.startswith("- **Supported**")

@@ -172,7 +172,7 @@ def test_conditional_direct_equals_plain_loop(model, request, sample_pairs, tmp_
 
 
 def test_prior_share_counts_pairs_right_only_because_of_the_prior():
-    # delta = cond + prior; the mirror flips the prior: 2 cond - delta
+    # delta = cond + prior
     cond = np.array([1.0, -1.0, -0.5, 2.0, 1.0])
     prior = np.array([0.5, 2.0, 1.0, -1.0, -3.0])
     d = pd.DataFrame({"lang": "xx", "property": ["a", "b", "c", "d", "e"],
@@ -184,43 +184,87 @@ def test_prior_share_counts_pairs_right_only_because_of_the_prior():
     row = t.iloc[0]
     assert row.prior_share == 0.5 and (row.only_direct, row.only_cond, row.both) == (2, 1, 2)
     assert 0 <= row.ci_low <= 0.5 <= row.ci_high <= 1 and row["items"] == 5
-    # Direct right on a, b, c, d (0.8); mirrored (cond - prior): 0.5, -3, -1.5, 3, 4 -> 0.6
-    claim = concept_prior.direct_needs_prior(d, n_boot=200)
-    assert claim.effect == pytest.approx(0.8 - 0.6) and row.net == pytest.approx(0.2)
+    # Direct right on a, b, c, d (0.8), conditional on a, d, e (0.6); the prior favours the
+    # acceptable concept in a, b, c (0.6); Spearman r of prior and continuation: ranks
+    # (3, 5, 4, 2, 1) and (3.5, 1, 2, 5, 3.5), r = -8 / sqrt(10 * 9.5)
+    assert (row.direct_acc, row.cond_acc) == (0.8, 0.6) and row.gain == pytest.approx(0.2)
+    assert row.prior_favours == pytest.approx(0.6) and row.prior_cond_r == pytest.approx(-8 / 95 ** 0.5)
+    claim = concept_prior.direct_gains_from_prior(d, n_boot=200)
+    assert claim.effect == pytest.approx(0.2) and claim.verdict == "cannot be decided"
+    # a near tie of the run is no decision of Direct, as in the XCOMPS tables
+    d["direct_near_tie"] = [0.0, 1.0, 0.0, 0.0, 0.0]
+    assert concept_prior.prior_share(d, n_boot=200).iloc[0].direct_acc == 0.75
 
 
-def _prior_pairs(seed, shift=0.0, n_items=40, per=4):
-    """cond ~ N(0.5, 1) (the model knows the property a little), prior ~ N(shift, 1),
-    independent; items random."""
+TYPES = ["taxonomic", "overlap", "co-occurrence", "random"]
+
+
+def _prior_pairs(seed, shift=0.0, n_items=40, per=4, spread=1.0, tie=0.0, know=0.5):
+    """cond ~ know + N(0, 1) + an item effect N(0, 0.5); prior = shift + spread N(0, 1) +
+    tie (cond - mean cond): ``tie`` > 0 is a prior correlated with the continuation, zero-mean
+    when ``shift`` is 0."""
     rng = np.random.default_rng(seed)
     n = n_items * per
-    cond = 0.5 + rng.normal(0, 1, n) + np.repeat(rng.normal(0, 0.5, n_items), per)
-    prior = shift + rng.normal(0, 1, n)
-    d = pd.DataFrame({"property": np.repeat(np.arange(n_items).astype(str), per),
-                      "delta": cond + prior, "cond_delta": cond})
+    cond = know + rng.normal(0, 1, n) + np.repeat(rng.normal(0, 0.5, n_items), per)
+    prior = shift + spread * rng.normal(0, 1, n) + tie * (cond - cond.mean())
+    d = pd.DataFrame({"lang": "xx", "property": np.repeat(np.arange(n_items).astype(str), per),
+                      "negative_sample_type": np.tile(TYPES, n_items)[:n],
+                      "delta": cond + prior, "cond_delta": cond, "prior_delta": prior})
     d["direct_correct"] = (d.delta > 0).astype(float)
     d["cond_correct"] = (d.cond_delta > 0).astype(float)
     d["direct_tie"] = d["cond_tie"] = 0.0
     return d
 
 
-def test_the_priors_net_effect_can_go_either_way_and_holds_its_null():
-    assert concept_prior.direct_needs_prior(_prior_pairs(0, 1.0), n_boot=400).verdict == "supported"
-    assert concept_prior.direct_needs_prior(_prior_pairs(1, -1.0), n_boot=400).verdict == "contradicted"
-    # null: a symmetric prior on a model that knows the property. Direct minus *conditional*
-    # accuracy is negative here (noise dilutes knowledge) and would read "the prior hurts";
-    # the mirror comparison holds its level
-    n, decided, naive = 120, 0, 0
-    for s in range(n):
-        d = _prior_pairs(100 + s)
-        decided += concept_prior.direct_needs_prior(d, n_boot=300).verdict != "inconclusive"
-        naive += d.direct_correct.mean() < d.cond_correct.mean()
-    assert decided / n <= 0.05 + 3 * (0.05 * 0.95 / n) ** 0.5
-    assert naive / n > 0.8
-    # power: a prior shifted by 0.4 sd towards the acceptable concept, 40 items x 4 pairs
-    wins = sum(concept_prior.direct_needs_prior(_prior_pairs(300 + s, 0.4), n_boot=300).verdict
-               == "supported" for s in range(30))
-    assert wins / 30 >= 0.8
+def _rates(make, fn, n):
+    v = [fn(make(s)).verdict for s in range(n)]
+    return {k: v.count(k) / n for k in ("supported", "contradicted")}
+
+
+def _bound(n, level=0.05):
+    return level + 3 * (level * (1 - level) / n) ** 0.5
+
+
+def test_the_prior_favours_the_acceptable_concept_either_way_and_holds_its_null():
+    run = lambda d: concept_prior.prior_favours_acceptable(d, n_boot=300)  # noqa: E731
+    assert run(_prior_pairs(0, 0.6)).verdict == "supported"
+    assert run(_prior_pairs(1, -0.6)).verdict == "contradicted"
+    null = _rates(lambda s: _prior_pairs(100 + s), run, 60)
+    assert null["supported"] + null["contradicted"] <= _bound(60)
+    # the trap: a zero-mean prior tied to the continuation (the mirror test decided it in
+    # every dataset): it favours neither concept, and is not decided
+    trap = _rates(lambda s: _prior_pairs(200 + s, spread=0.3, tie=1.0), run, 60)
+    assert trap["supported"] + trap["contradicted"] <= _bound(60)
+    # power at the stated effect (0.6 of pairs, sesoi 0.1), 60 items x 4 pairs
+    power = _rates(lambda s: _prior_pairs(300 + s, 0.253, n_items=60), run, 30)
+    assert power["supported"] >= 0.8
+
+
+def test_direct_gains_from_the_prior_is_decided_by_what_the_prior_does_to_direct():
+    run = lambda d: concept_prior.direct_gains_from_prior(d, n_boot=300)  # noqa: E731
+    assert run(_prior_pairs(0, 1.0, spread=0.5)).verdict == "supported"
+    # the trap: a prior favouring the acceptable concept on average but noisy, Direct about 12.5
+    # points below conditional Direct: never supported, contradicted when powered (80 items)
+    trap = [_prior_pairs(400 + s, 0.3, n_items=80, spread=6.0) for s in range(30)]
+    gap = np.mean([d.direct_correct.mean() - d.cond_correct.mean() for d in trap])
+    assert -0.16 < gap < -0.09
+    verdicts = [run(d).verdict for d in trap]
+    assert "supported" not in verdicts and verdicts.count("contradicted") / 30 >= 0.8
+    assert concept_prior.prior_favours_acceptable(trap[0], n_boot=300).verdict != "contradicted"
+    # null: no knowledge and a symmetric prior, so both judges are at 0.5
+    null = _rates(lambda s: _prior_pairs(500 + s, know=0.0), run, 60)
+    assert null["supported"] + null["contradicted"] <= _bound(60)
+
+
+def test_the_shuffled_prior_keeps_language_and_type_and_unties_the_prior_from_the_pair():
+    d = _prior_pairs(7, spread=0.1, tie=-0.9)  # a prior tied to the continuation
+    direct = d.direct_correct.mean()
+    assert direct - concept_prior.shuffled_prior_accuracy(d) > 0.2
+    free = _prior_pairs(8, 0.3, spread=2.0)  # unrelated to the pair: shuffling changes nothing
+    assert abs(concept_prior.shuffled_prior_accuracy(free) - free.direct_correct.mean()) < 0.04
+    # a prior of +10 in one language and -10 in the other stays in its language
+    two = pd.concat([d.assign(lang="aa", prior_delta=10.0), d.assign(lang="bb", prior_delta=-10.0)])
+    assert concept_prior.shuffled_prior_accuracy(two) == 0.5
 
 
 @pytest.mark.slow
@@ -250,3 +294,18 @@ def test_chapter_runs_small_and_renders_again_from_its_store(tmp_path):
                                        "**Cannot be decided"))
     assert "read from the results store" in text
     assert len(Store(store).runs()) == 1
+
+
+def test_the_printed_gain_verdict_flips_with_the_data():
+    """The page's claims cell (claims.correct, claims_markdown): a helpful prior prints
+    Supported, a noisy one that costs Direct accuracy prints Contradicted."""
+    from xcomps_utils import claims
+
+    def printed(d):
+        fns = (concept_prior.prior_favours_acceptable, concept_prior.direct_gains_from_prior)
+        return claims.claims_markdown(claims.correct([f(d, n_boot=300) for f in fns],
+                                                     "concept prior, pooled", "confirmatory"))
+    helps = printed(_prior_pairs(20, 1.0, spread=0.5)).splitlines()
+    hurts = printed(_prior_pairs(21, 0.0, n_items=120, spread=9.0)).splitlines()
+    assert helps[1].startswith("- **Supported**") and hurts[1].startswith("- **Contradicted**")
+    assert "Direct gains from the concept prior" in hurts[1]
