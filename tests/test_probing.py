@@ -49,7 +49,7 @@ def test_planted_concept_identity_leaks_through_item_folds_and_not_through_ours(
     X = _states(sents, concept_scale=3.0)  # the states carry concept identity, nothing else
     y = sents["label"].to_numpy()
     leaky = probing.probe_layers(X, y, _leaky_item_folds(sents))
-    assert leaky["balanced_accuracy"].mean() > 0.7  # memorised concepts look like knowledge
+    assert leaky["balanced_accuracy"].mean() > 0.65  # memorised concepts look like knowledge
     folds, info = probing.make_folds(y, sents["item"], sents["concept"])
     assert info["grouping"] == "item, purged" and info["purged"] > 0
     assert info["leaked_concepts"] == 0 and info["leaked_items"] == 0
@@ -57,7 +57,16 @@ def test_planted_concept_identity_leaks_through_item_folds_and_not_through_ours(
         assert not set(sents["concept"].iloc[tr]) & set(sents["concept"].iloc[te])
         assert not set(sents["item"].iloc[tr]) & set(sents["item"].iloc[te])
     ours = probing.probe_layers(X, y, folds, probing.control_labels(sents["concept"], y))
-    assert ours["balanced_accuracy"].mean() < 0.6  # chance, within sampling noise
+    # chance, within sampling noise (a balanced accuracy on 40 + 160 sentences has a standard
+    # error of about 0.045; its mean over four datasets, about 0.025)
+    means = [ours["balanced_accuracy"].mean()]
+    for seed in (1, 2, 3):
+        s2 = probing.probe_sentences(_xcomps_like(seed=seed))
+        y2 = s2["label"].to_numpy()
+        f2, _ = probing.make_folds(y2, s2["item"], s2["concept"], seed=seed)
+        means.append(probing.probe_layers(_states(s2, concept_scale=3.0, seed=seed), y2, f2)[
+            "balanced_accuracy"].mean())
+    assert abs(np.mean(means) - 0.5) < 0.1
     # the control task (a random label per concept) cannot be learnt across concept-disjoint
     # folds: it sits at chance whatever the states encode, so it measures nothing here
     assert ours["control_balanced_accuracy"].max() < 0.7
@@ -109,28 +118,158 @@ def test_planted_linear_signal_is_found_at_its_layer_and_beats_the_permutation_n
     assert summary["p_permutation"] == pytest.approx(1 / 20)  # the smallest p of 19 draws
     assert by_layer.loc[2, "balanced_accuracy"] > by_layer.loc[2, "null_q95"] + 0.2
     assert summary["layer0_balanced_accuracy"] == by_layer.loc[0, "balanced_accuracy"]
+    assert abs(summary["null_nested_mean"] - 0.5) < 0.05 and len(summary["null_nested"]) == 19
     # no signal: the real labels are one more draw from the null
     X0 = _states(sents, n_layers=4, concept_scale=1.0, seed=2)
     _, s0 = probing.probe_pairs(X0, index, pairs, n_permutations=19)
     assert s0["p_permutation"] > 0.1
 
 
+def test_the_probe_is_sklearns_standardised_ridge_classifier():
+    """probing._hat (the closed form every score and every permutation uses) gives the decision
+    values of make_pipeline(StandardScaler(), RidgeClassifier(alpha)) fit on the same rows."""
+    from sklearn.linear_model import RidgeClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(0)
+    for n, h, alpha in ((60, 200, 1.0), (80, 12, 5.0)):
+        X = rng.normal(size=(n, h)) * rng.uniform(0.1, 10, h) + rng.normal(size=h)
+        X[:, 0] = 3.0  # a constant feature keeps scale 1, as StandardScaler's
+        y = (rng.random(n) < 0.3).astype(int)
+        tr, te = np.arange(n)[: n * 3 // 4], np.arange(n)[n * 3 // 4:]
+        ref = make_pipeline(StandardScaler(), RidgeClassifier(alpha)).fit(X[tr], y[tr])
+        ours = probing._hat(X, tr, te, alpha) @ (2.0 * y[tr] - 1)
+        np.testing.assert_allclose(ours, ref.decision_function(X[te]), atol=1e-8)
+        assert ((ours > 0) == ref.predict(X[te])).all()
+
+
+def _language(signal=0.0, seed=0, n_items=12):
+    """One synthetic language (item-whole, concept-disjoint folds, no purge): pairs, states with
+    a planted direction of size ``signal`` at layer 1, and the sentence index."""
+    pairs = _xcomps_like(n_items=n_items, n_pos=n_items, n_neg=200, seed=seed)
+    sents = probing.probe_sentences(pairs)
+    X = _states(sents, n_layers=3, dim=8, concept_scale=1.0, signal_layer=1 if signal else None,
+                signal=signal, seed=seed)
+    return pairs, X, {t: i for i, t in enumerate(sents["text"])}
+
+
+def test_the_nested_null_reruns_the_nested_procedure_on_each_permutation():
+    pairs, X, index = _language(seed=3)
+    sents = probing.probe_sentences(pairs)
+    y, items, concepts = sents["label"].to_numpy(), sents["item"].to_numpy(), sents["concept"]
+    folds, _ = probing.make_folds(y, items, concepts)
+    _, nested = probing.permutation_null(X, y, items, folds, 5, seed=7,
+                                         concepts=concepts.to_numpy())
+    rng = np.random.default_rng(7)
+    for b in range(5):
+        yb = probing._permute_within(y, items, rng)
+        assert probing.make_folds(yb, items, concepts)[0][0][1].tolist() == folds[0][1].tolist()
+        assert nested[b] == probing.nested_probe(X, yb, items, concepts, folds)[
+            "balanced_accuracy"]
+
+
+def test_joint_test_is_calibrated_and_reaches_a_decision_per_language():
+    """At the statistic's level, observed scores exchangeable with their draws (a true null in
+    every language, discrete like balanced accuracies): the pooled test decides at most at
+    nominal + 3 SE, and a per-language decision after the max-T correction is reachable with
+    199 draws and seven languages (Holm on per-language p-values of 1 / 200 is not)."""
+    rng = np.random.default_rng(0)
+    n_sims, B, k, level = 2000, 199, 7, 0.025
+    decided = 0
+    for _ in range(n_sims):
+        allv = np.round(rng.normal(0.5, 0.05, (B + 1, k)) * 48) / 48
+        decided += probing.joint_permutation_test(allv[0], allv[1:])["p_pooled"] <= level
+    assert decided / n_sims <= level + 3 * np.sqrt(level * (1 - level) / n_sims)
+    null = rng.normal(0.5, 0.05, (B, k))
+    obs = np.full(k, 0.5)
+    obs[2] = 0.8
+    out = probing.joint_permutation_test(obs, null)
+    assert out["p_adjusted"][2] == out["p_pooled"] == 1 / (B + 1)
+    assert (np.delete(out["p_adjusted"], 2) > level).all()
+    with pytest.raises(ValueError, match=r"\[B, 7\]"):
+        probing.joint_permutation_test(obs, null[:, :3])
+
+
+def _groups(langs):
+    """Probe groups as :func:`xcomps_utils.methods.probes` writes them (one per language, over
+    all types, pooled by the joint test), from synthetic languages ``{lang: signal}``."""
+    rows = []
+    for j, (lang, signal) in enumerate(langs.items()):
+        pairs, X, index = _language(signal, seed=10 + j)
+        _, summary = probing.probe_pairs(X, index, pairs, n_permutations=99, null_seed=[0, j])
+        rows.append({"lang": lang, "subset": "all", **summary})
+    g = pd.DataFrame(rows)
+    joint = probing.joint_permutation_test(g["nested_balanced_accuracy"],
+                                           np.column_stack(g.pop("null_nested")))
+    return g.assign(p_adjusted=joint["p_adjusted"], p_pooled=joint["p_pooled"], n_pooled=len(g))
+
+
+def test_one_language_with_a_signal_among_six_without_is_decided_and_the_page_says_so():
+    from xcomps_utils import xcomps_paper
+
+    langs = {f"l{i}": 0.0 for i in range(7)}
+    langs["l3"] = 0.6  # nested balanced accuracy about 0.8 in one language of seven
+    g = _groups(langs)
+    assert g["p_pooled"].iloc[0] <= 0.025
+    assert g.set_index("lang")["p_adjusted"].le(0.025).tolist() == [i == 3 for i in range(7)]
+    text = xcomps_paper.probe_verdict(g, list(langs))
+    assert "**supported**" in text and "Beyond its null after the correction over the " \
+        "languages: l3 (" in text and "l0 (" in text.split("Not told apart")[1]
+    assert "in 1 of 7 languages" in xcomps_paper.probe_caveat(g)
+
+
+def test_probe_paragraph_flips_with_the_data():
+    from xcomps_utils import xcomps_paper
+
+    null = _groups({"a": 0.0, "b": 0.0, "c": 0.0})
+    text = xcomps_paper.probe_verdict(null, ["a", "b", "c"])
+    assert "**inconclusive at this sample size**" in text and "Beyond its null" not in text
+    assert "in 0 of 3 languages" in xcomps_paper.probe_caveat(null)
+    strong = _groups({"a": 1.5, "b": 1.5, "c": 1.5})
+    text = xcomps_paper.probe_verdict(strong, ["a", "b", "c"])
+    assert "**supported**" in text and "Not told apart" not in text and "noise" not in text
+    assert "in 3 of 3 languages" in xcomps_paper.probe_caveat(strong)
+    assert "may be noise" not in xcomps_paper.probe_caveat(strong)
+    coarse = strong.assign(n_permutations=19)  # 1/20 > 0.025: no outcome could be decided
+    assert "**cannot be decided**" in xcomps_paper.probe_verdict(coarse, ["a", "b", "c"])
+
+
+def test_power_of_the_joint_test_at_the_stated_effect():
+    """Stated effect: a planted direction of size 0.6 in one language of three (nested balanced
+    accuracy about 0.8 on 60 sentences); the pooled test rejects in at least 5 of 6 datasets
+    (the calibration script measures the rate on more)."""
+    rejected = 0
+    for rep in range(6):
+        g = []
+        for j, signal in enumerate((0.6, 0.0, 0.0)):
+            pairs, X, index = _language(signal, seed=100 + 3 * rep + j)
+            g.append(probing.probe_pairs(X, index, pairs, n_permutations=99,
+                                         null_seed=[rep, j])[1])
+        joint = probing.joint_permutation_test([s["nested_balanced_accuracy"] for s in g],
+                                               np.column_stack([s["null_nested"] for s in g]))
+        rejected += joint["p_pooled"] <= 0.025
+    assert rejected >= 5
+
 
 def test_fast_balanced_accuracy_is_sklearns_to_the_last_bit():
-    """The permutation null and the inner layer choice score with probing._balanced_accuracy
-    (without sklearn's input checks); its value is sklearn's exactly, so no null row or chosen
-    layer moves."""
+    """The permutation null and the inner layer choice score every column at once with
+    probing._balanced_accuracy; its value is sklearn's exactly, so no null draw or chosen layer
+    moves."""
     from sklearn.metrics import balanced_accuracy_score
 
     rng = np.random.default_rng(0)
-    for _ in range(2000):
+    for _ in range(300):
         n = int(rng.integers(2, 130))
-        y, pred = rng.integers(0, 2, n), rng.integers(0, 2, n)
-        y[:2] = [0, 1]
-        assert probing._balanced_accuracy(y, pred) == balanced_accuracy_score(y, pred)
+        Y, P = rng.integers(0, 2, (n, 8)), rng.integers(0, 2, (n, 8))
+        Y[:2] = [[0], [1]]
+        ours = probing._balanced_accuracy(Y, P)
+        assert ours.tolist() == [balanced_accuracy_score(Y[:, b], P[:, b]) for b in range(8)]
     y = np.array([1, 0, 0, 0, 0, 0, 0])  # an odd share: recalls with many bits
     for pred in ([1, 0, 1, 0, 0, 1, 0], [0, 0, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 1, 0]):
-        assert probing._balanced_accuracy(y, np.array(pred)) == balanced_accuracy_score(y, pred)
+        assert probing._balanced_accuracy(y[:, None], np.array(pred)[:, None])[0] == \
+            balanced_accuracy_score(y, pred)
+
 
 def test_permutation_keeps_each_items_label_share():
     labels = np.tile([1, 0, 0, 0, 0], 6)

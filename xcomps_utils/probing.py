@@ -3,7 +3,11 @@ chance-aware scores, and baselines that hold under those folds.
 
 XCOMPS' Neuro method (He et al., 2025) trains a logistic-regression probe on the last-token state
 of each layer to tell acceptable from unacceptable sentences and reports F1 averaged over five
-cross-validation folds. Read naively, four things mislead:
+cross-validation folds. The probe here is a linear classifier in closed form (standardised
+states, ridge regression on +-1 targets, sklearn's ``RidgeClassifier``; :func:`_hat`): its fit on
+a training set is a linear map of the labels, so the permutation null reruns the whole procedure
+on hundreds of label permutations for the cost of matrix products. Read naively, four things
+mislead:
 
 * **Peeking at the layer.** The best of ``L + 1`` cross-validated scores is biased upward.
   :func:`nested_probe` chooses the layer on inner folds of each outer training set only
@@ -28,10 +32,12 @@ cross-validation folds. Read naively, four things mislead:
 **Baselines that hold under these folds.** A control task (Hewitt & Liang, 2019: a random label
 per concept) cannot be learnt when test concepts are never trained on: it sits at 0.5 whatever a
 layer encodes, so it is not used (:func:`control_labels` stays for exercises on leaking folds,
-where it measures memorisation). Instead: a **label-permutation null** (:func:`permutation_null`:
-labels shuffled within items, the same folds, every layer refit; the null of the best layer's
-score, which also bounds the nested score), and the **embedding layer** (layer 0: what the input
-tokens alone give, the floor any contextual layer should beat).
+where it measures memorisation). Instead: a **label-permutation null** (:func:`permutation_null`: labels shuffled within items,
+the same folds, every layer refit and the nested procedure rerun, its layer choice included), and
+the **embedding layer** (layer 0: what the input tokens alone give, the floor any contextual
+layer should beat). Over languages, one joint test (:func:`joint_permutation_test`, max-T over
+the languages' standardised nested scores) decides whether the probe beats shuffled labels in at
+least one language and, from the same draws, in which.
 
 Scores are computed from the pooled out-of-fold predictions (every sentence is predicted once, by
 a probe that did not see it), which stays defined when a small test fold holds one class only.
@@ -46,7 +52,8 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["probe_sentences", "leak_free_groups", "control_labels", "baselines", "make_folds",
-           "probe_layers", "nested_probe", "permutation_null", "probe_pairs", "probe_tables",
+           "probe_layers", "nested_probe", "permutation_null", "joint_permutation_test",
+           "probe_pairs", "probe_tables", "RIDGE_ALPHA",
            "ProbeError", "DEFAULT_N_PERMUTATIONS"]
 
 
@@ -54,11 +61,10 @@ class ProbeError(ValueError):
     """The probe cannot be trained as asked (one class, too few examples for the folds)."""
 
 
-#: label permutations of the probe's null per language: 19, a smallest per-language p of 1/20 =
-#: 0.05. Per-language p-values are descriptions (no per-language correction could reach 0.025
-#: with 39 either); the decision pools the languages (Fisher's method,
-#: :func:`xcomps_utils.xcomps_paper.probe_verdict`), which 19 per language can reach.
-DEFAULT_N_PERMUTATIONS = 19
+#: label permutations of the probe's null per language: 199, a smallest p of 1 / 200 = 0.005,
+#: per language and, after the max-T correction over languages (:func:`joint_permutation_test`),
+#: whatever their number; so a language can be decided at one-sided 0.025.
+DEFAULT_N_PERMUTATIONS = 199
 
 #: worker processes for the permutation null (each fit stays on one BLAS thread):
 #: ``XCOMPS_PROBE_JOBS``, else every core
@@ -215,12 +221,27 @@ def make_folds(labels, items, concepts, n_splits: int = 5, seed: int = 0
                    "purged": int(purged)}
 
 
-def _probe(max_iter):
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-    from sklearn.preprocessing import StandardScaler
+def _standardise(X: np.ndarray, tr: np.ndarray) -> np.ndarray:
+    """``X`` scaled by the mean and standard deviation of its rows ``tr`` (sklearn's
+    ``StandardScaler`` fit on the training rows: a constant feature keeps scale 1)."""
+    mu, sd = X[tr].mean(axis=0), X[tr].std(axis=0)
+    return (X - mu) / np.where(sd < 10 * np.finfo(float).eps, 1.0, sd)
 
-    return make_pipeline(StandardScaler(), LogisticRegression(max_iter=max_iter))
+
+def _hat(X: np.ndarray, tr: np.ndarray, te: np.ndarray, alpha: float) -> np.ndarray:
+    """The probe fit on rows ``tr`` as a linear map of the training targets: ``G`` of shape
+    ``[len(te), len(tr)]`` with decision values ``G @ t[tr]`` on rows ``te`` for any ``t`` in
+    {-1, +1} (predicted acceptable where > 0). The probe is sklearn's
+    ``make_pipeline(StandardScaler(), RidgeClassifier(alpha))`` (equal predictions, tested),
+    solved in its dual form: with ``Z`` the standardised training states and ``K = Z Z^T``,
+    ``w = Z^T (K + alpha I)^-1 (t - mean t)`` and intercept ``mean t``. ``G`` does not depend
+    on the labels, so a label permutation costs a matrix product, not a fit."""
+    Z = _standardise(X, tr)
+    ztr = Z[tr]
+    K = ztr @ ztr.T
+    K[np.diag_indices_from(K)] += alpha
+    S = np.linalg.solve(K, ztr @ Z[te].T).T
+    return S - S.mean(axis=1, keepdims=True) + 1.0 / len(tr)
 
 
 def _scores(y, pred) -> dict:
@@ -231,14 +252,17 @@ def _scores(y, pred) -> dict:
             "mcc": float(matthews_corrcoef(y, pred))}
 
 
-def _balanced_accuracy(y: np.ndarray, pred: np.ndarray) -> float:
-    """``sklearn.metrics.balanced_accuracy_score(y, pred)`` with the same arithmetic (the mean of
-    the per-class recalls of the classes in ``y``; equal to the last bit, tested) without its
-    input checks, a noticeable share of the permutation null's and the inner layer choice's
-    loops (thousands of calls per language)."""
-    recalls = np.array([np.count_nonzero(pred[y == c] == c) / np.count_nonzero(y == c)
-                        for c in np.unique(y)])
-    return float(np.mean(recalls))
+def _balanced_accuracy(Y: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """Balanced accuracy of every column: ``Y``, ``P`` ``[n, B]`` 0/1 (true, predicted) ->
+    ``[B]``, equal to ``sklearn.metrics.balanced_accuracy_score`` of each column to the last
+    bit (the mean of the recalls of the classes in the column; tested)."""
+    Y, P = np.asarray(Y, dtype=bool), np.asarray(P, dtype=bool)
+    pos = Y.sum(axis=0)
+    neg = len(Y) - pos
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r1 = (Y & P).sum(axis=0) / pos
+        r0 = (~Y & ~P).sum(axis=0) / neg
+    return np.where(pos == 0, r0, np.where(neg == 0, r1, (r0 + r1) / 2))
 
 
 def _single_threaded(fn):
@@ -256,57 +280,116 @@ def _single_threaded(fn):
     return wrapper
 
 
-def _oof(X, y, folds, max_iter, counter) -> np.ndarray:
-    """Out-of-fold predictions of one layer's probe."""
-    from sklearn.exceptions import ConvergenceWarning
+class _Probe:
+    """The probe's hat matrices (:func:`_hat`) of one set of states, computed once per layer and
+    fold and shared by the observed labels and every permutation."""
 
-    pred = np.empty(len(y), dtype=int)
-    for tr, te in folds:
-        if len(np.unique(y[tr])) < 2:  # a control task can leave one class in a training set
-            pred[te] = y[tr][0]
-            continue
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", ConvergenceWarning)
-            pred[te] = _probe(max_iter).fit(X[tr], y[tr]).predict(X[te])
-        counter[0] += sum(issubclass(w.category, ConvergenceWarning) for w in caught)
-    return pred
+    def __init__(self, states: np.ndarray, alpha: float):
+        self.states, self.alpha, self.cache, self.fallbacks = states, alpha, {}, 0
+
+    def hat(self, layer: int, tr: np.ndarray, te: np.ndarray) -> np.ndarray:
+        key = (layer, tr.tobytes(), te.tobytes())
+        if key not in self.cache:
+            self.cache[key] = _hat(np.asarray(self.states[:, layer], dtype=np.float64), tr, te,
+                                   self.alpha)
+        return self.cache[key]
+
+    def oof(self, layer: int, Y: np.ndarray, folds) -> np.ndarray:
+        """Out-of-fold 0/1 predictions ``[n, B]`` of one layer's probe for every column of
+        ``Y`` (``[n, B]`` 0/1 labels)."""
+        T = 2.0 * Y - 1.0
+        pred = np.zeros(Y.shape, dtype=bool)
+        for tr, te in folds:
+            pred[te] = self.hat(layer, tr, te) @ T[tr] > 0
+        return pred
+
+    def nested(self, Y: np.ndarray, items, concepts, folds, inner_splits: int, seed: int,
+               observed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The nested procedure for every column of ``Y`` (``[n, B]`` 0/1 labels): outer
+        predictions ``[n, B]`` and the layer each outer fold chose ``[n_folds, B]``. The inner
+        folds are :func:`make_folds` of each column's outer training labels; they depend on
+        the labels only through each item's label count there (through StratifiedGroupKFold),
+        so columns with the same counts share them. Where a permuted column's outer training
+        set cannot be split (a purged training set left with one class), the inner folds of
+        the ``observed`` labels are used (counted in ``self.fallbacks``); without
+        ``observed``, :class:`ProbeError`."""
+        n_layers = self.states.shape[1]
+        pred = np.zeros(Y.shape, dtype=bool)
+        chosen = np.zeros((len(folds), Y.shape[1]), dtype=int)
+        for f, (tr, te) in enumerate(folds):
+            codes = pd.factorize(np.asarray(items[tr], dtype=object))[0]
+            counts = np.stack([np.bincount(codes, Y[tr, b]) for b in
+                               range(Y.shape[1])])
+            _, key_of = np.unique(counts, axis=0, return_inverse=True)
+            for k in np.unique(key_of):
+                cols = np.flatnonzero(key_of.ravel() == k)
+                y_tr = Y[tr][:, cols]
+                try:
+                    inner, _ = make_folds(y_tr[:, 0], items[tr], concepts[tr], inner_splits,
+                                          seed)
+                except ProbeError:
+                    if observed is None:
+                        raise ProbeError(f"an outer training set of {len(tr)} sentences cannot "
+                                         f"be split into {inner_splits} inner folds") from None
+                    inner, _ = make_folds(observed[tr], items[tr], concepts[tr], inner_splits,
+                                          seed)
+                    self.fallbacks += len(cols)
+                absolute = [(tr[a], tr[b]) for a, b in inner]  # the cache's keys
+                scores = np.empty((n_layers, len(cols)))
+                T = 2.0 * y_tr - 1.0
+                for layer in range(n_layers):
+                    p = np.zeros(y_tr.shape, dtype=bool)
+                    for (a, b), (ra, rb) in zip(absolute, inner):
+                        p[rb] = self.hat(layer, a, b) @ T[ra] > 0
+                    scores[layer] = _balanced_accuracy(y_tr, p)
+                best = scores.argmax(axis=0)  # the first best layer, as a strict > loop
+                chosen[f, cols] = best
+                for layer in np.unique(best):
+                    c = cols[best == layer]
+                    pred[te[:, None], c] = self.hat(layer, tr, te) @ (2.0 * Y[tr][:, c] - 1) > 0
+        return pred, chosen
+
+
+#: ridge penalty of the probe on standardised states (sklearn's ``RidgeClassifier`` default)
+RIDGE_ALPHA = 1.0
 
 
 @_single_threaded
-def probe_layers(states: np.ndarray, labels, folds, control=None, max_iter: int = 1000
+def probe_layers(states: np.ndarray, labels, folds, control=None, alpha: float = RIDGE_ALPHA
                  ) -> pd.DataFrame:
-    """A logistic-regression probe (standardisation + L2 logistic regression, C = 1) per layer,
-    scored on pooled out-of-fold predictions.
+    """A linear probe per layer (standardisation + ridge classifier, :func:`_hat`), scored on
+    pooled out-of-fold predictions.
 
     Args:
         states: ``[N, L + 1, H]`` (float32) from :func:`xcomps_utils.neuro.last_token_states`.
         labels: ``N`` 0/1 labels (1: acceptable).
         folds: (train, test) index pairs from :func:`make_folds`.
         control: ``N`` control-task labels (:func:`control_labels`), or None.
+        alpha: the ridge penalty.
 
     Returns:
         one row per layer: ``layer``, ``f1``, ``balanced_accuracy``, ``mcc``, and with
         ``control``: ``control_balanced_accuracy``, ``selectivity`` (real minus control balanced
-        accuracy); ``convergence_warnings`` (fits that did not converge in ``max_iter``).
+        accuracy).
     """
-    labels = np.asarray(labels)
+    probe = _Probe(states, alpha)
+    Y = np.asarray(labels, dtype=int)[:, None]
+    if control is not None:
+        Y = np.column_stack([Y, np.asarray(control, dtype=int)])
     rows = []
     for layer in range(states.shape[1]):
-        X = np.asarray(states[:, layer], dtype=np.float64)
-        counter = [0]
-        row = {"layer": layer, **_scores(labels, _oof(X, labels, folds, max_iter, counter))}
+        pred = probe.oof(layer, Y, folds).astype(int)
+        row = {"layer": layer, **_scores(Y[:, 0], pred[:, 0])}
         if control is not None:
-            c = _scores(np.asarray(control), _oof(X, np.asarray(control), folds, max_iter, counter))
-            row["control_balanced_accuracy"] = c["balanced_accuracy"]
-            row["selectivity"] = row["balanced_accuracy"] - c["balanced_accuracy"]
-        row["convergence_warnings"] = counter[0]
+            row["control_balanced_accuracy"] = _scores(Y[:, 1], pred[:, 1])["balanced_accuracy"]
+            row["selectivity"] = row["balanced_accuracy"] - row["control_balanced_accuracy"]
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 @_single_threaded
 def nested_probe(states: np.ndarray, labels, items, concepts, folds, inner_splits: int = 3,
-                 seed: int = 0, max_iter: int = 1000) -> dict:
+                 seed: int = 0, alpha: float = RIDGE_ALPHA) -> dict:
     """The probe's score at a layer chosen without peeking (nested cross-validation).
 
     In each outer fold, the layer with the best balanced accuracy over ``inner_splits`` inner
@@ -318,30 +401,16 @@ def nested_probe(states: np.ndarray, labels, items, concepts, folds, inner_split
     Returns:
         ``f1``, ``balanced_accuracy``, ``mcc`` of the pooled outer predictions; ``layer_mean``,
         ``layer_min``, ``layer_max`` of the layers chosen by the outer folds.
+
+    Raises:
+        ProbeError: an outer training set cannot be split into ``inner_splits`` folds.
     """
-    labels = np.asarray(labels)
-    items, concepts = np.asarray(items, dtype=object), np.asarray(concepts, dtype=object)
-    pred = np.empty(len(labels), dtype=int)
-    chosen, counter = [], [0]
-    for tr, te in folds:
-        try:
-            inner, _ = make_folds(labels[tr], items[tr], concepts[tr], inner_splits, seed)
-        except ProbeError:
-            inner = None
-        if inner is None:
-            raise ProbeError(f"an outer training set of {len(tr)} sentences cannot be split into "
-                             f"{inner_splits} inner folds")
-        best, best_score = 0, -np.inf
-        for layer in range(states.shape[1]):
-            X = np.asarray(states[tr, layer], dtype=np.float64)
-            score = _balanced_accuracy(labels[tr], _oof(X, labels[tr], inner, max_iter, counter))
-            if score > best_score:
-                best, best_score = layer, score
-        chosen.append(best)
-        X = np.asarray(states[:, best], dtype=np.float64)
-        pred[te] = _probe(max_iter).fit(X[tr], labels[tr]).predict(X[te])
-    return {**_scores(labels, pred), "layer_mean": float(np.mean(chosen)),
-            "layer_min": int(min(chosen)), "layer_max": int(max(chosen))}
+    labels = np.asarray(labels, dtype=int)
+    pred, chosen = _Probe(states, alpha).nested(
+        labels[:, None], np.asarray(items, dtype=object), np.asarray(concepts, dtype=object),
+        folds, inner_splits, seed)
+    return {**_scores(labels, pred[:, 0].astype(int)), "layer_mean": float(chosen.mean()),
+            "layer_min": int(chosen.min()), "layer_max": int(chosen.max())}
 
 
 def _permute_within(labels: np.ndarray, items: np.ndarray, rng) -> np.ndarray:
@@ -355,49 +424,95 @@ def _permute_within(labels: np.ndarray, items: np.ndarray, rng) -> np.ndarray:
     return out
 
 
-def _null_row(states, y, folds, max_iter) -> np.ndarray:
-    """Balanced accuracy by layer of the probe on one permutation of the labels."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1):
-        return np.array([_balanced_accuracy(y, _oof(np.asarray(states[:, layer], dtype=np.float64),
-                                                    y, folds, max_iter, [0]))
-                         for layer in range(states.shape[1])])
-
-
+@_single_threaded
 def permutation_null(states: np.ndarray, labels, items, folds, n_permutations: int =
-                     DEFAULT_N_PERMUTATIONS, seed: int = 0, max_iter: int = 1000,
-                     n_jobs: int | None = None) -> np.ndarray:
-    """The label-permutation null of the per-layer probe (Ojala & Garriga, 2010).
+                     DEFAULT_N_PERMUTATIONS, seed=0, concepts=None, inner_splits: int = 3,
+                     fold_seed: int = 0, alpha: float = RIDGE_ALPHA
+                     ) -> tuple[np.ndarray, np.ndarray | None]:
+    """The label-permutation null of the probe (Ojala & Garriga, 2010), by layer and nested.
 
     Each permutation shuffles the labels among the sentences of every item (so each item keeps
-    one acceptable sentence to its negatives, and the folds keep their class balance), refits
-    the probe of every layer on the same folds, and scores its pooled out-of-fold predictions.
-    Under the null that the states carry nothing about acceptability beyond the item, the real
-    labels are one more draw from this distribution. Permutations run in ``n_jobs`` worker
-    processes (joblib; default :data:`PROBE_JOBS`); the result does not depend on it.
+    one acceptable sentence to its negatives, and the outer folds, which depend on the labels
+    only through each item's label count, stay the same), and reruns the probe of every layer
+    on the same folds and, given ``concepts``, the whole nested procedure of
+    :func:`nested_probe` (its inner folds and layer choice included). Under the null that the
+    states carry nothing about acceptability beyond the item, the real labels are one more draw
+    from this distribution. The probe's hat matrices are computed once per layer and fold and
+    shared by all permutations (:func:`_hat`): a permutation costs matrix products, not fits.
 
     Args:
-        states: ``[N, L + 1, H]``; labels, items: ``N`` each; folds: from :func:`make_folds`.
+        states: ``[N, L + 1, H]``; labels, items (, concepts): ``N`` each; folds: from
+            :func:`make_folds`.
+        seed: of the permutations (an int or a sequence of ints, for ``numpy.random.default_rng``;
+            give every language its own so their nulls are independent).
+        fold_seed, inner_splits: the nested procedure's (as given to :func:`nested_probe`).
 
     Returns:
-        ``[n_permutations, L + 1]`` balanced accuracies. The null of the best layer's score is
-        its row-wise maximum; it also bounds the nested score (whose layer is chosen with less
-        freedom), so a p-value of the nested score against it is conservative.
+        ``(by_layer, nested)``: ``[n_permutations, L + 1]`` balanced accuracies by layer, and
+        ``[n_permutations]`` nested balanced accuracies (None without ``concepts``).
     """
-    from joblib import Parallel, delayed
-
-    labels = np.asarray(labels)
+    labels = np.asarray(labels, dtype=int)
     rng = np.random.default_rng(seed)
-    ys = [_permute_within(labels, items, rng) for _ in range(n_permutations)]
-    jobs = min(n_jobs or PROBE_JOBS, n_permutations) or 1
-    rows = Parallel(n_jobs=jobs)(delayed(_null_row)(states, y, folds, max_iter) for y in ys)
-    return np.array(rows).reshape(n_permutations, states.shape[1])
+    Y = np.column_stack([_permute_within(labels, items, rng) for _ in range(n_permutations)])
+    probe = _Probe(states, alpha)
+    by_layer = np.column_stack([_balanced_accuracy(Y, probe.oof(layer, Y, folds))
+                                for layer in range(states.shape[1])])
+    if concepts is None:
+        return by_layer, None
+    pred, _ = probe.nested(Y, np.asarray(items, dtype=object),
+                           np.asarray(concepts, dtype=object), folds, inner_splits, fold_seed,
+                           labels)
+    if probe.fallbacks:
+        warnings.warn(f"{probe.fallbacks} of {n_permutations} permutations: an outer training "
+                      f"set could not be split; the inner folds of the real labels were used")
+    return by_layer, _balanced_accuracy(Y, pred)
+
+
+def joint_permutation_test(observed, null) -> dict:
+    """One permutation test over languages of "the probe beats shuffled labels in at least one
+    language", and per-language p-values corrected for the languages, from the same draws.
+
+    Each language's score is standardised by the mean and standard deviation of its ``B + 1``
+    values (the observed one and its ``B`` permutation draws; a symmetric function of them, so
+    the observed scores stay exchangeable with the draws under the null). The statistic is the
+    largest standardised excess over the languages (max-T): a signal in one language counts as
+    much as in all. Since each language's labels are permuted independently, draw ``b`` of every
+    language together is one joint permutation. ``p_adjusted`` is the single-step max-T
+    adjustment (Westfall & Young, 1993): it controls the family-wise error over the languages,
+    and its smallest possible value is ``1 / (B + 1)`` whatever the number of languages (unlike
+    Holm on per-language p-values). The pooled p is the smallest adjusted one.
+
+    Args:
+        observed: ``[k]`` scores (e.g. nested balanced accuracies), one per language.
+        null: ``[B, k]``: draw ``b`` of each language's permutation null.
+
+    Returns:
+        ``excess`` (observed minus the mean of the language's ``B + 1`` values), ``z``,
+        ``p_language`` (uncorrected, ``(1 + #{draw >= observed}) / (B + 1)``), ``p_adjusted``
+        (``[k]`` arrays), ``p_pooled`` and ``n_permutations`` (``B``).
+
+    Raises:
+        ValueError: ``null`` is not ``[B, k]`` with ``B >= 1``.
+    """
+    obs = np.asarray(observed, dtype=float)
+    null = np.asarray(null, dtype=float)
+    if null.ndim != 2 or null.shape[1] != len(obs) or len(null) < 1:
+        raise ValueError(f"null must be [B, {len(obs)}] draws; got shape {null.shape}")
+    allv = np.vstack([obs[None], null])
+    mean, sd = allv.mean(axis=0), allv.std(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.where(sd > 0, (allv - mean) / sd, 0.0)
+    top = z[1:].max(axis=1)
+    B = len(null)
+    p_adj = (1 + (top[:, None] >= z[0][None] - 1e-12).sum(axis=0)) / (B + 1)
+    p_lang = (1 + (null >= obs[None] - 1e-12).sum(axis=0)) / (B + 1)
+    return {"excess": obs - mean, "z": z[0], "p_language": p_lang, "p_adjusted": p_adj,
+            "p_pooled": float(p_adj.min()), "n_permutations": B}
 
 
 def probe_pairs(states, sentence_index: dict, pairs: pd.DataFrame, item: str = "property",
                 n_splits: int = 5, inner_splits: int = 3, seed: int = 0, nested: bool = True,
-                n_permutations: int = 0, max_iter: int = 1000, n_jobs: int | None = None
+                n_permutations: int = 0, null_seed=None, alpha: float = RIDGE_ALPHA
                 ) -> tuple[pd.DataFrame, dict]:
     """The whole protocol on the sentences of some minimal pairs.
 
@@ -406,11 +521,10 @@ def probe_pairs(states, sentence_index: dict, pairs: pd.DataFrame, item: str = "
             sentence to its row.
         pairs: minimal pairs with ``good``, ``bad``, the ``item`` column and, for XCOMPS,
             ``acceptable_concept`` / ``unacceptable_concept``.
-        nested: also run :func:`nested_probe` (about ``inner_splits`` times the cost).
-        n_permutations: label permutations of :func:`permutation_null` (0: none; each costs
-            one per-layer probe).
-        n_jobs: worker processes of :func:`permutation_null` (default :data:`PROBE_JOBS`; the
-            result does not depend on it).
+        nested: also run :func:`nested_probe`.
+        n_permutations: label permutations of :func:`permutation_null` (0: none), the nested
+            procedure rerun in each when ``nested``.
+        null_seed: the permutations' seed (default ``seed``; give each language its own).
 
     Returns:
         ``(by_layer, summary)``: :func:`probe_layers`' table (with ``n_permutations``: a
@@ -420,8 +534,10 @@ def probe_pairs(states, sentence_index: dict, pairs: pd.DataFrame, item: str = "
         embedding layer), (``nested``) ``nested_f1``, ``nested_balanced_accuracy``,
         ``nested_mcc``, ``nested_layer_mean``/``min``/``max``, and (``n_permutations``)
         ``null_max_q95`` (95th percentile of the null's best layer), ``p_permutation`` (the
-        nested score against the null's best layer, or the best layer's score without
-        ``nested``; ``(1 + k) / (1 + n)``) and ``n_permutations``.
+        nested score against the nested null, or the best layer's score against the null's
+        best layer without ``nested``; ``(1 + k) / (1 + n)``), ``n_permutations``,
+        ``null_nested_mean`` and ``null_nested`` (the ``[n_permutations]`` nested null draws,
+        an array: for :func:`joint_permutation_test` over languages).
 
     Raises:
         ProbeError: see :func:`make_folds`.
@@ -430,24 +546,29 @@ def probe_pairs(states, sentence_index: dict, pairs: pd.DataFrame, item: str = "
     y = sents["label"].to_numpy()
     folds, info = make_folds(y, sents["item"], sents["concept"], n_splits, seed)
     X = np.asarray(states[[sentence_index[t] for t in sents["text"]]])
-    by_layer = probe_layers(X, y, folds, None, max_iter)
+    by_layer = probe_layers(X, y, folds, None, alpha)
     summary = {"n_sentences": len(sents), "n_acceptable": int(y.sum()), **info,
                "majority_f1": baselines(y)["f1"],
                "layer0_balanced_accuracy": float(by_layer["balanced_accuracy"].iloc[0])}
     if nested:
         nest = nested_probe(X, y, sents["item"], sents["concept"], folds, inner_splits, seed,
-                            max_iter)
+                            alpha)
         summary.update({f"nested_{k}": v for k, v in nest.items()})
     if n_permutations:
-        null = permutation_null(X, y, sents["item"].to_numpy(), folds, n_permutations, seed,
-                                max_iter, n_jobs)
+        null, null_nested = permutation_null(
+            X, y, sents["item"].to_numpy(), folds, n_permutations,
+            seed if null_seed is None else null_seed,
+            sents["concept"].to_numpy() if nested else None, inner_splits, seed, alpha)
         by_layer["null_q95"] = np.quantile(null, 0.95, axis=0)
         best = null.max(axis=1)
-        score = (summary["nested_balanced_accuracy"] if nested
-                 else float(by_layer["balanced_accuracy"].max()))
+        draws, score = ((null_nested, summary["nested_balanced_accuracy"]) if nested
+                        else (best, float(by_layer["balanced_accuracy"].max())))
         summary.update(null_max_q95=float(np.quantile(best, 0.95)),
-                       p_permutation=float((1 + np.sum(best >= score)) / (1 + len(best))),
+                       p_permutation=float((1 + np.sum(draws >= score - 1e-12))
+                                           / (1 + len(draws))),
                        n_permutations=n_permutations)
+        if nested:
+            summary.update(null_nested_mean=float(null_nested.mean()), null_nested=null_nested)
     return by_layer, summary
 
 

@@ -17,7 +17,6 @@ from dataclasses import replace
 
 import numpy as np
 import pandas as pd
-from scipy.stats import combine_pvalues
 
 from . import claims
 from .claims import (DEFAULT_N_BOOT, SESOI, ClaimTest, bootstrap_means, decided_rows,
@@ -26,7 +25,7 @@ from .precision import decisions
 from .xcomps import NEGATIVE_TYPES, languages
 
 __all__ = ["pair_table", "method_tables", "claim_tests", "neuro_cells", "probe_caveat",
-           "probe_verdict", "english_advantage", "subtle_negatives_harder", "morphology_trend",
+           "probe_verdict", "english_advantage", "english_rank", "subtle_negatives_harder", "morphology_trend",
            "resource_trend", "direct_tracks_neuro", "XCOMPS_SOURCE", "SUBTLE", "MORPH_ORDER",
            "RESOURCE_ORDER", "TRANSLATION_CAVEAT"]
 
@@ -47,11 +46,13 @@ def _method(correct: str) -> str:
 
 def english_advantage(scored: pd.DataFrame, correct: str = "direct_correct",
                       item: str | list[str] = "property", **kw) -> ClaimTest:
-    """*Models do well in English and decline in other languages* (He et al. 2025, §4.3.0.1).
+    """*Models do well in English and decline in other languages* (He et al. 2025, §4.3.0.1),
+    as "English is above the mean of *these* languages, items random, languages fixed".
 
     Effect: accuracy in English minus the mean over the other languages' accuracies (fraction of
     decided pairs). Unit: the concept-property item, resampled in every language at once (the
-    claim is about these languages' items; one English cannot make it a claim about languages).
+    claim is about these languages' items; for English's place among languages, the language as
+    the unit, see :func:`english_rank`).
     Null: English accuracy equals the others' mean. Caveat: translation (see
     :data:`TRANSLATION_CAVEAT`).
 
@@ -79,6 +80,44 @@ def english_advantage(scored: pd.DataFrame, correct: str = "direct_correct",
                           0.0, "item", XCOMPS_SOURCE, scope=_method(correct),
                           null_hypothesis="English accuracy equals the other languages' mean",
                           sesoi=SESOI["accuracy"], caveat=TRANSLATION_CAVEAT, **kw)
+
+
+def english_rank(scored: pd.DataFrame, correct: str = "direct_correct",
+                 item: str | list[str] = "property", **kw) -> ClaimTest:
+    """*Models do well in English and decline in other languages* (He et al. 2025, §4.3.0.1),
+    with the **language** as the unit: is English's accuracy above the other languages' more
+    than a language picked at random would be?
+
+    Effect: English's accuracy minus the mean of the others' (fraction of decided pairs), as
+    :func:`english_advantage`; the test is its exact permutation over which language is English
+    (each of the ``k`` languages in English's place equally likely under the null), so the p is
+    English's rank from the top divided by ``k`` and the smallest p is ``1 / k``: with fewer than
+    40 languages (one-sided level 0.025) no outcome can decide it, and the claim prints as a
+    description. The interval beside it resamples items with the languages fixed
+    (:func:`english_advantage`'s); it does not decide the claim.
+
+    Args:
+        scored: as :func:`english_advantage`.
+        **kw: ``n_boot``, ``seed``, ``confidence`` (the descriptive interval).
+
+    Raises:
+        ValueError: no English pairs or no other language.
+    """
+    items = english_advantage(scored, correct, item, **kw)
+    d = decided_rows(scored, correct)
+    acc = d.groupby("lang")[correct].mean()
+    labels = pd.Series(acc.index == "en", index=acc.index, name="is English")
+
+    def stat(v, lab):
+        en = lab.astype(bool)
+        return float(v[en].mean() - v[~en].mean())
+    return language_claim(
+        "english_rank", "English accuracy is above the other languages' (English's place among "
+        "the languages)", "English minus mean other-language accuracy", acc, labels, stat, +1,
+        source=XCOMPS_SOURCE, scope=_method(correct),
+        null_hypothesis="English is one of the languages like any other (each language equally "
+        "likely to hold English's place)", interval=(items.ci_low, items.ci_high),
+        n_obs=len(d), caveat=TRANSLATION_CAVEAT, confidence=items.confidence)
 
 
 def subtle_negatives_harder(scored: pd.DataFrame, correct: str = "direct_correct",
@@ -349,6 +388,7 @@ def claim_tests(scored: pd.DataFrame, probe_groups: pd.DataFrame | None = None,
             return out
         if "en" in set(sc["lang"]) and sc["lang"].nunique() > 1:
             out.append(english_advantage(sc, col, n_boot=n_boot, seed=seed))
+            out.append(english_rank(sc, col, n_boot=n_boot, seed=seed))
         out.append(subtle_negatives_harder(sc, col, n_boot=n_boot, seed=seed))
         for fn in (morphology_trend, resource_trend):
             try:
@@ -385,57 +425,84 @@ def neuro_cells(scored: pd.DataFrame, probe_groups: pd.DataFrame) -> pd.DataFram
     return cells.dropna().reset_index(drop=True)
 
 
+#: one-sided level of the probe's joint permutation test (and of a language's decision)
+PROBE_LEVEL = 0.025
+
+
+def _probe_nulls(probe_groups: pd.DataFrame, langs: list[str] | None = None) -> pd.DataFrame:
+    """The probes over all negative types that carry the joint null (one row per language, in
+    ``langs`` order when given)."""
+    g = probe_groups[probe_groups["subset"] == "all"].set_index("lang")
+    if langs is not None:
+        g = g.reindex(langs)
+    if "p_adjusted" not in g:
+        return g.iloc[:0]
+    return g.dropna(subset=["nested_balanced_accuracy", "p_adjusted"])
+
+
 def probe_caveat(probe_groups: pd.DataFrame) -> str:
-    """What the probes' permutation nulls say, as a sentence for a claim built on the probe
-    ("" when the groups carry no null)."""
-    g = probe_groups[probe_groups["subset"] == "all"]
-    if "p_permutation" not in g or g["p_permutation"].isna().all():
+    """What the probes' joint permutation null says, as a sentence for a claim built on the
+    probe ("" when the groups carry no joint null, :func:`xcomps_utils.methods.probes`)."""
+    g = _probe_nulls(probe_groups)
+    if not len(g):
         return ""
-    above = int((g["p_permutation"] <= 0.025).sum())
-    return (f"the probe of all types is beyond its label-permutation null (one-sided p <= 0.025, "
-            f"uncorrected) in {above} of {len(g)} languages; elsewhere it is not "
-            f"distinguishable from its null at this resolution, and neither is its part of the "
-            f"correlation with Direct.")
+    n_perm = int(g["n_permutations"].max())
+    if 1 / (n_perm + 1) > PROBE_LEVEL:
+        return (f"with {n_perm} permutations no probe can be told from its label-permutation "
+                f"null at one-sided {PROBE_LEVEL}: the probe side of this correlation is "
+                f"undecided.")
+    beyond = int((g["p_adjusted"] <= PROBE_LEVEL).sum())
+    text = (f"the probe of all types is beyond its label-permutation null in {beyond} of "
+            f"{len(g)} languages (joint test over languages, max-T corrected, one-sided "
+            f"{PROBE_LEVEL}, {n_perm} permutations)")
+    if beyond < len(g):
+        text += ("; in the others this run cannot tell the probe from shuffled labels, and "
+                 "their part of the correlation with Direct may be noise")
+    return text + "."
 
 
 def probe_verdict(probe_groups: pd.DataFrame, langs: list[str]) -> str:
-    """One Markdown paragraph on the probes over all negative types against their
-    label-permutation nulls.
+    """One Markdown paragraph on the probes over all negative types against their joint
+    label-permutation null.
 
-    The decision is pooled over languages: the languages' permutation p-values (independent:
-    each language has its own sentences and states) are combined by Fisher's method
-    (``scipy.stats.combine_pvalues``), one test at one-sided level 0.025. Per language, the
-    smallest p that ``n`` permutations give is ``1 / (n + 1)`` (0.05 with the default 19),
-    which Holm over the languages can never bring to 0.025: per-language p-values are printed
-    uncorrected, as a description, and a per-language verdict needs about ``40 x languages``
-    permutations. Probes at or within their null are named: nothing read off them (layer
-    curves, a correlation with Direct) is signal.
+    The test (:func:`xcomps_utils.probing.joint_permutation_test`, computed by
+    :func:`xcomps_utils.methods.probes`): in each of ``B`` draws the labels are permuted within
+    items, independently in every language, and the whole nested procedure reruns; the
+    statistic is the largest standardised excess of a language's nested balanced accuracy over
+    its draws (max-T). The hypothesis *in at least one language the probe finds acceptability
+    beyond shuffled labels* is supported when the pooled p is at most :data:`PROBE_LEVEL`
+    (one-sided); a language is beyond its null when its max-T adjusted p is (family-wise error
+    over the languages controlled). With ``1 / (B + 1) > PROBE_LEVEL`` no outcome could be
+    decided, and the paragraph says so instead of a verdict. Languages not decided are named as
+    undecided, not as at chance.
     """
-    g = probe_groups[probe_groups["subset"] == "all"].set_index("lang").reindex(langs).dropna(
-        subset=["nested_balanced_accuracy"])
-    if not len(g) or "p_permutation" not in g or g["p_permutation"].isna().all():
+    g = _probe_nulls(probe_groups, langs)
+    if not len(g):
         return ""
-    p = g["p_permutation"].to_numpy(float)
-    pooled = float(combine_pvalues(p, method="fisher").pvalue)
     n_perm = int(g["n_permutations"].max())
-    verdict = ("supported" if pooled <= 0.025 else "inconclusive")
-    nominal = [f"{l} (p {q:.3f})" for l, q in zip(g.index, p) if q <= 0.025]
-    null = [f"{l} ({b:.2f}, p {q:.2f})" for l, b, q in
-            zip(g.index, g["nested_balanced_accuracy"], p) if q > 0.025]
-    text = (f"**The probe against its null.** Pooled over the {len(g)} languages (Fisher's "
-            f"combination of their permutation p-values; one test, one-sided level 0.025), the "
-            f"hypothesis *in at least one language the probe finds acceptability beyond "
-            f"shuffled labels* is **{verdict}** (p = {pooled:.2g}). Per language the smallest p "
-            f"of {n_perm} "
-            f"permutations is {1 / (n_perm + 1):.3f}, which a correction over {len(g)} languages "
-            f"cannot bring under 0.025: per-language p-values are descriptions. ")
-    if nominal:
-        text += f"Nominally beyond the null (uncorrected): {', '.join(nominal)}. "
-    if null:
-        text += (f"Not distinguishable from the null at this resolution: {', '.join(null)} "
-                 f"(nested balanced accuracy, p). There this run finds nothing the shuffled "
-                 f"labels do not: read those layer curves, and those languages' part of the "
-                 f"correlation with Direct below, as noise unless more items show otherwise. "
-                 f"(The nested score is compared with the null of the best layer, which is "
-                 f"conservative.)")
+    pooled, k = float(g["p_pooled"].iloc[0]), int(g["n_pooled"].iloc[0])
+    head = (f"**The probe against its null.** In each of {n_perm} draws the labels were "
+            f"shuffled within items, independently in each of the {k} languages, and the whole "
+            f"nested procedure (layer choice included) was rerun; one test over the languages "
+            f"(the largest standardised excess of a language's nested balanced accuracy over "
+            f"its draws, max-T; one-sided level {PROBE_LEVEL}) asks whether *in at least one "
+            f"language the probe finds acceptability beyond shuffled labels*. ")
+    if 1 / (n_perm + 1) > PROBE_LEVEL:
+        return head + (f"With {n_perm} draws the smallest p is {1 / (n_perm + 1):.3f}: this "
+                       f"**cannot be decided** at this resolution, whatever the scores.")
+    verdict = "supported" if pooled <= PROBE_LEVEL else "inconclusive at this sample size"
+    text = head + f"It is **{verdict}** (pooled p = {pooled:.3g}). "
+    row = "{} ({:.2f} against a null mean of {:.2f}, adjusted p {:.3f})"
+    cells = [(lang, row.format(lang, b, m, q), q <= PROBE_LEVEL) for lang, b, m, q in zip(
+        g.index, g["nested_balanced_accuracy"], g["null_nested_mean"], g["p_adjusted"])]
+    beyond = [c for _, c, d in cells if d]
+    rest = [c for _, c, d in cells if not d]
+    if beyond:
+        text += (f"Beyond its null after the correction over the languages: "
+                 f"{', '.join(beyond)}. ")
+    if rest:
+        text += (f"Not told apart from shuffled labels by this run: {', '.join(rest)}; that "
+                 f"is no evidence that these probes are at chance, only that these items do "
+                 f"not show more (their layer curves and their part of the correlation with "
+                 f"Direct below are not shown to be signal).")
     return text
