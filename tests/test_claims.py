@@ -265,6 +265,37 @@ def test_english_advantage():
     assert r["supported"] >= 0.8
 
 
+LANGS60 = [("en", "analytic", "high")] + [(f"l{i:02d}", "inflected", "medium") for i in range(59)]
+
+
+def test_english_rank_is_a_claim_about_languages():
+    # English far above the others: the items-level claim is decided, the language-level one
+    # cannot be with 7 languages (smallest p 1/7), and says so with its description
+    up = _xcomps(lambda l, *a: 0.95 if l == "en" else 0.6, n_items=60, lang_sd=0.2)
+    t = xcomps_paper.english_rank(up, n_boot=300)
+    assert t.unit == "language" and t.n_items == 7 and t.smallest_p == pytest.approx(1 / 7)
+    assert t.verdict == "cannot be decided" and t.effect > 0.2
+    md = claims.claims_markdown([t])
+    assert "Cannot be decided with 7 languages" in md and "languages fixed; not a test" in md
+    assert "95% CI" not in md
+    # 60 languages: English on top is supported, at the bottom contradicted
+    top = _xcomps(lambda l, *a: 0.95 if l == "en" else 0.6, n_items=30, langs=LANGS60,
+                  lang_sd=0.3)
+    assert xcomps_paper.english_rank(top, n_boot=200).verdict == "supported"
+    low = _xcomps(lambda l, *a: 0.3 if l == "en" else 0.7, n_items=30, langs=LANGS60,
+                  lang_sd=0.3)
+    assert xcomps_paper.english_rank(low, n_boot=200).verdict == "contradicted"
+    # the trap of the items-level claim: languages differ (sd 0.5 logits, about 0.08 accuracy),
+    # English like any other; its items-level claim is decided often (English's own language
+    # effect is real for "these languages"), the language-level claim at most nominally
+    null = [_xcomps(lambda *a: 0.7, n_items=20, langs=LANGS60, seed=s, lang_sd=0.5)
+            for s in range(60)]
+    lang = [xcomps_paper.english_rank(d, n_boot=200).verdict for d in null]
+    items = [xcomps_paper.english_advantage(d, n_boot=200).verdict for d in null[:30]]
+    assert np.isin(lang, ["supported", "contradicted"]).mean() <= _bound(0.05, 60)
+    assert np.isin(items, ["supported", "contradicted"]).mean() > 0.3
+
+
 def test_subtle_negatives_harder():
     easy_random = _xcomps(lambda *a: 0.95 if a[3] == "random" else 0.6, n_items=80)
     t = xcomps_paper.subtle_negatives_harder(easy_random, n_boot=500)
