@@ -23,7 +23,7 @@ import pandas as pd
 
 from . import methods as _methods
 
-__all__ = ["Runner", "runner", "sample_notice", "percent_style", "paired_model_difference",
+__all__ = ["Runner", "runner", "xcomps_languages", "wording_ids", "sample_notice", "percent_style", "paired_model_difference",
            "probe_baselines", "XcompsSplit", "xcomps_split", "prior_shares"]
 
 
@@ -110,6 +110,29 @@ _NOTICE = {
                "once; each file is checked against its pinned git blob id) and, for all 17 "
                "languages, `-p languages '[\"ar\", \"ca\", ...]'`.\n:::",
 }
+
+
+def xcomps_languages(source: str) -> tuple[list[str], str]:
+    """The XCOMPS languages a source has, and the words for a message (for
+    :func:`xcomps_utils.params.check_choice` of a chapter's ``languages``)."""
+    from .xcomps import SAMPLE_LANGUAGES, XCOMPS_LANGUAGES
+
+    langs = SAMPLE_LANGUAGES if source == "sample" else ["en", *XCOMPS_LANGUAGES]
+    return list(langs), f"the languages of XCOMPS' {source} files"
+
+
+def wording_ids(task: str) -> tuple[list[str], str]:
+    """The ids of the token-level perplexity wordings of a task's family, and the words for a
+    message (for :func:`xcomps_utils.params.check_choice` of a chapter's ``wording``).
+
+    Raises:
+        DataError: an unknown task (as :func:`xcomps_utils.tasks.get`).
+    """
+    from .perplexity import load_wordings
+    from .tasks import get
+
+    family = get(task).wordings
+    return [w["id"] for w in load_wordings(family)], f"the wordings of {family!r}"
 
 
 def sample_notice(source: str, page: str = "results") -> str:

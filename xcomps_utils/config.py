@@ -200,6 +200,16 @@ def typed(kind, what: str, allowed: str, none: bool = False) -> BeforeValidator:
     return BeforeValidator(check)
 
 
+def device_name(v):
+    """A device as a sweep file or the command line names it: ``auto``, ``cpu``, ``mps``,
+    ``cuda`` or ``cuda:N`` (whether this machine has it is checked before a model loads)."""
+    import re
+
+    if not isinstance(v, str) or not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?", v):
+        raise Invalid(f"{v!r} is not a device", "auto, cpu, cuda, cuda:N, mps")
+    return v
+
+
 def _budget(v):
     return v if v == "auto" else integer(1, none=True).func(v)
 

@@ -18,7 +18,7 @@ from pydantic import Strict, StringConstraints, TypeAdapter, ValidationError
 
 from .config import DTYPES, SOURCES, bos_policies
 
-__all__ = ["ParameterError", "check", "check_range"]
+__all__ = ["ParameterError", "check", "check_range", "check_choice"]
 
 
 class ParameterError(ValueError):
@@ -48,7 +48,9 @@ def _adapter(kind: str) -> TypeAdapter:
              "bool": Annotated[bool, Strict()],
              "list[str]": Annotated[list[Annotated[text, Strict()]] | tuple[Annotated[
                  text, Strict()], ...], MinLen(1)],
-             "budget": Literal["auto"] | None | Annotated[int, Strict(), Ge(1)]}
+             "budget": Literal["auto"] | None | Annotated[int, Strict(), Ge(1)],
+             "device": Annotated[str, Strict(), StringConstraints(
+                 pattern=r"^(auto|cpu|mps|cuda(:\d+)?)$")]}
     if kind not in types:
         raise ValueError(f"unknown parameter kind {kind!r}")
     return TypeAdapter(types[kind])
@@ -64,7 +66,8 @@ def _ok(value, kind: str) -> bool:
 
 _WORDS = {"None": "None", "str": "a non-empty string", "bool": "True or False",
           "list[str]": "a non-empty list of strings, e.g. ['en', 'de']",
-          "budget": "'auto', None or an integer >= 1", "int": "an integer"}
+          "budget": "'auto', None or an integer >= 1", "int": "an integer",
+          "device": "a device: 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'"}
 
 
 def _describe(kind: str) -> str:
@@ -79,7 +82,8 @@ def check(values: dict, **kinds: str) -> None:
     """Check parameters against their kinds.
 
     Each kind is a declared (pydantic, strict) type. Kinds: ``"int"``, ``"int>=N"``, ``"str"``,
-    ``"bool"``, ``"list[str]"``, ``"budget"`` (a token budget), ``"choice:a,b"`` (a chapter's own
+    ``"bool"``, ``"list[str]"``, ``"budget"`` (a token budget), ``"device"`` (``auto``, ``cpu``,
+    ``cuda``, ``cuda:N``, ``mps``), ``"choice:a,b"`` (a chapter's own
     choices), ``"dtype"``, ``"source"`` and ``"bos_policy"`` (the values :mod:`xcomps_utils.config`
     declares); alternatives joined by ``|`` (``"int>=1|None"``).
 
@@ -123,3 +127,23 @@ def check_range(values: dict, name: str, low: int, high: int, what: str = "") ->
         why = f" ({what})" if what else ""
         raise ParameterError(f"parameter {name!r} must be an integer from {low} to {high}{why}, "
                              f"got {value!r}")
+
+
+def check_choice(values: dict, name: str, allowed, what: str = "") -> None:
+    """Check that a parameter (a string, or each string of a list) is one of ``allowed``, values
+    only known once something is loaded (a task's wordings, a source's languages).
+
+    Args:
+        what: where the values come from, for the message (``"the wordings of 'blimp'"``).
+
+    Raises:
+        ParameterError: e.g. ``parameter 'wording' must be one of 'grammatical', 'specified'
+            (the wordings of 'blimp'), got 'nope'``.
+    """
+    value, allowed = values[name], list(allowed)
+    given = value if isinstance(value, (list, tuple)) else [value]
+    unknown = [v for v in given if v not in allowed]
+    if unknown:
+        why = f" ({what})" if what else ""
+        raise ParameterError(f"parameter {name!r} must be {'each ' * (given is value)}one of "
+                             f"{', '.join(map(repr, allowed))}{why}, got {value!r}")

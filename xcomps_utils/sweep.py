@@ -54,7 +54,7 @@ class Sweep(C.RunParameters):
     methods: Annotated[list, names(tuple(C.METHODS))]
     data: Annotated[list[Annotated[Any, BeforeValidator(pair_set)]],
                     BeforeValidator(pair_sets)]
-    device: Annotated[str, typed(str, "a device name", "auto, cpu, cuda, ...")] = "auto"
+    device: Annotated[str, BeforeValidator(C.device_name)] = "auto"
     dtype: Annotated[str, choice(C.DTYPES)] = "auto"
     revision: Annotated[Any, typed(str, "a string", "hub revision, or null", none=True)] = None
     shard_size: C.ShardSize = None
@@ -88,11 +88,36 @@ class Sweep(C.RunParameters):
         return {k: getattr(self, k) for k in C.RunParameters.model_fields}
 
 
+def _unique_key_loader():
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """YAML's safe loader, refusing a key given twice in one mapping (YAML keeps the last
+        value silently)."""
+
+        def construct_mapping(self, node, deep=False):
+            seen = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {key!r} (first on line {seen[key] + 1})",
+                        key_node.start_mark)
+                seen[key] = key_node.start_mark.line
+            return super().construct_mapping(node, deep)
+
+    return Loader
+
+
+_UniqueKeyLoader = _unique_key_loader()
+
+
 def load_sweep(path: str | os.PathLike) -> Sweep:
     """Read and validate a sweep file (YAML).
 
     Raises:
-        SweepError: unreadable YAML (with the line) or any invalid field (see :func:`parse_sweep`).
+        SweepError: unreadable YAML or a key given twice in one mapping (with the line), or any
+            invalid field (see :func:`parse_sweep`).
     """
     import yaml
 
@@ -102,7 +127,7 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
     except OSError as err:
         raise SweepError(f"{path}: cannot read the sweep file ({err.strerror})") from err
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
