@@ -98,7 +98,7 @@ def test_prompt_pair_measures_are_per_token_and_matched_by_length():
     assert m.plain_tok_pivotal_ppl == pytest.approx(2 * dp / z)
     assert m.signed_pivotal_ppl + m.signed_rest_ppl == pytest.approx(m.whole_ppl / z)
     # the 2-token pivot is compared with the 2-token other group only
-    assert m.influence_pivotal_ppl == pytest.approx((dp - do) / z)
+    assert m.influence_pivotal_ppl == pytest.approx(0.5)  # it exceeds its one like (dp > do)
     assert m.direction_pivotal_ppl == pytest.approx(1.0) and m.n_pivotal_tokens == 2
     assert m.norm_avg_pivotal_ppl == pytest.approx(dp / z - np.median([dp, do, 1, -1]) / z)
     s = PP.prompt_pair_measures(g, unit="s").iloc[0]

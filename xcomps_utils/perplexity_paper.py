@@ -59,11 +59,12 @@ def prompt_pair_measures(groups: pd.DataFrame, metrics: pd.DataFrame | None = No
       per-token differences;
     * ``signed_pivotal_<unit>`` = ``Σ_pivotal n_g δ_g / Z`` and ``signed_rest_<unit>`` (the same
       over the non-pivotal groups): the two parts of the signed total, ``whole / Z`` in sum;
-    * ``influence_pivotal_<unit>``: the average pivotal token's share ``|δ_g| / Z`` minus the
-      average share of the non-pivotal groups *of the same token count* (``(k_A, k_B)``), each
-      pivotal group against its own count, weighted by ``n_g``; NaN when a pivotal group's count
-      has no non-pivotal group (no like-for-like comparison). 0 for pivotal tokens like other
-      tokens of their length, whatever their sign and however many they are;
+    * ``influence_pivotal_<unit>``: how often a pivotal token's ``|δ_g|`` exceeds that of a
+      non-pivotal group *of the same token count* (``(k_A, k_B)``) in its prompt pair (ties
+      count half), minus 1/2, averaged over pivotal tokens (weights ``n_g``), in [-1/2, 1/2];
+      NaN when a pivotal group's count has no non-pivotal group (no like-for-like comparison).
+      0 for pivotal tokens like other tokens of their length, however many they are; a rank,
+      not a share, because the mean of the skewed shares decides a null too often on one side;
     * ``direction_pivotal_<unit>`` = ``Σ_pivotal n_g δ_g / Σ_pivotal n_g |δ_g|`` in [-1, 1];
     * ``norm_avg_pivotal_<unit>``: the paper's normalized proportion as its text says, the
       average over pivotal tokens of ``δ_g / Z`` minus the median over groups;
@@ -106,13 +107,17 @@ def prompt_pair_measures(groups: pd.DataFrame, metrics: pd.DataFrame | None = No
     z, piv_n = per_pp(n * np.abs(d)), per_pp(n * piv)
     with np.errstate(invalid="ignore", divide="ignore"):
         u, v = np.abs(d) / z[pp], d / z[pp]
-        # the average share of the non-pivotal groups of each length, in each prompt pair
+        # each pivotal group against the non-pivotal groups of its length, in its prompt pair
         length = pd.factorize(ka * 100003 + kb)[0]
         cell = pp * (length.max() + 1 if len(length) else 1) + length
-        ref = (np.bincount(cell, weights=u * ~piv, minlength=cell.max() + 1)
-               / np.bincount(cell, weights=~piv, minlength=cell.max() + 1))[cell]
-        unmatched = per_pp(piv & np.isnan(ref)) > 0
-        excess = per_pp(np.where(piv, n * np.nan_to_num(u - ref), 0.0))
+        mine = pd.DataFrame({"cell": cell[piv], "x": np.abs(d[piv])}).reset_index()
+        pairs = mine.merge(pd.DataFrame({"cell": cell[~piv], "y": np.abs(d[~piv])}), on="cell")
+        wins = ((pairs["x"] > pairs["y"]) + 0.5 * (pairs["x"] == pairs["y"])).groupby(
+            pairs["index"]).mean().reindex(range(len(mine))).to_numpy()
+        rank = np.full(len(d), np.nan)
+        rank[piv] = wins
+        unmatched = per_pp(piv & np.isnan(rank)) > 0
+        excess = per_pp(np.where(piv, n * np.nan_to_num(rank - 0.5), 0.0))
         piv_a, piv_c = per_pp(n * np.abs(d) * piv), per_pp(n * d * piv)
         has = (piv_n > 0) & (z > 0)
         res = groups[keys].drop_duplicates().reset_index(drop=True)
@@ -322,18 +327,20 @@ def pivotal_influence(metrics: pd.DataFrame, task: str, value: str = "influence_
     """*Pivotal tokens contribute more to the perplexity difference than a typical token*,
     whatever the direction (Prins et al. 2026, §2, the normalized proportion's first reading).
 
-    Effect: the mean over prompt pairs of the average pivotal token's share of ``Σ n_g |δ_g|``
-    minus the average share of the non-pivotal groups of the same token count
-    (:func:`prompt_pair_measures`): per token, so that a pivot of more tokens is not a larger
-    effect, and against like-length groups. The paper subtracts the *median* token's share; in
-    the skewed distributions of ΔPPL the median sits below the average, so a random token would
-    already score above it: the average is the share a random token has, and 0 is the null.
+    Effect: the mean over prompt pairs of how often a pivotal token's ``|δ_g|`` exceeds that of
+    a non-pivotal group of the same token count, minus 1/2 (:func:`prompt_pair_measures`): per
+    token, so that a pivot of more tokens is not a larger effect, and against like-length groups.
+    The paper subtracts the *median* token's share, which a random token already exceeds on
+    average in the skewed distributions of ΔPPL; against other tokens of its length a random
+    token wins half the time, so 0 is the null. (The mean of shares, a first version, decided
+    11% of simulated nulls, one side: the shares are too skewed for a percentile bootstrap.)
     Unit: the item.
     """
     return _mean_claim("pivotal_influence", "pivotal tokens move perplexity more than a typical "
                        "token (either direction)", metrics, task, value, item, +1, 0.0, kw,
-                       "a pivotal token's share of Σ|ΔPPL| is that of an average token of its "
-                       "length", "mean pivotal minus same-length token share of Σ|ΔPPL|")
+                       "a pivotal token's |ΔPPL| exceeds that of a token of its length half the "
+                       "time", "how often a pivotal token's |ΔPPL| exceeds a same-length token's, "
+                       "minus 1/2")
 
 
 def pivotal_direction(metrics: pd.DataFrame, task: str, value: str = "direction_pivotal_ppl",
