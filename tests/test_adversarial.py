@@ -232,7 +232,9 @@ def test_missing_pair_ids_are_refused(pair_id, tmp_path):
 def test_a_special_token_of_the_loaded_tokenizer_is_refused(lm, tmp_path):
     """Strings outside the <|...|> pattern that the tokenizer holds as special (SmolLM2's
     <filename>) are refused once the model is loaded, before any shard."""
-    special = next(t for t in lm.tokenizer.all_special_tokens if not t.startswith("<|"))
+    special = next(str(t) for t in lm.tokenizer.added_tokens_decoder.values()
+                   if t.special and not str(t).startswith("<|"))
+    assert special == "<repo_name>"
     with pytest.raises(ValueError, match=f"'bad' holds {special!r}, a special token"):
         methods.run(lm, _pairs("A cat.", f"A {special} dog."), "direct", store=tmp_path)
     assert not (tmp_path / "runs").exists()
