@@ -293,7 +293,7 @@ def test_chapter_runs_small_and_renders_again_from_its_store(tmp_path):
         assert any(v in text for v in ("**Supported**", "**Inconclusive**", "**Contradicted**",
                                        "**Cannot be decided"))
     assert "read from the results store" in text
-    assert len(Store(store).runs()) == 1
+    assert len(Store(store).runs()) == 2  # Direct on the pairs and on their mismatched control
 
 
 def test_the_printed_gain_verdict_flips_with_the_data():
@@ -309,3 +309,49 @@ def test_the_printed_gain_verdict_flips_with_the_data():
     hurts = printed(_prior_pairs(21, 0.0, n_items=120, spread=9.0)).splitlines()
     assert helps[1].startswith("- **Supported**") and hurts[1].startswith("- **Contradicted**")
     assert "Direct gains from the concept prior" in hurts[1]
+
+
+def test_mismatched_pairs_keep_the_prefixes_and_take_another_items_continuation():
+    pairs = xcomps.load_languages(["en", "de", "zh"], items_per_language=4)
+    ctrl = D.mismatched_pairs(pairs, seed=1)
+    assert len(ctrl) == len(pairs) and not ctrl.duplicated(["lang", "pair_id"]).any()
+    own = pairs.set_index(["lang", "pair_id"])
+    for r in ctrl.itertuples():
+        me = own.loc[(r.lang, r.pair_id.split("|cont:")[0])]
+        other = own.loc[(r.lang, r.continuation_of)]
+        assert other.name != me.name and other.property != me.property
+        assert other.negative_sample_type == me.negative_sample_type
+        span = D.concept_span(me.good, me.bad, me.acceptable_concept,
+                                      me.unacceptable_concept)
+        ospan = D.concept_span(other.good, other.bad, other.acceptable_concept,
+                                       other.unacceptable_concept)
+        assert r.good == me.good[:len(me.good) - span.suffix] + other.good[len(other.good)
+                                                                           - ospan.suffix:]
+        assert r.bad.endswith(other.good[len(other.good) - ospan.suffix:])
+    en = ctrl[ctrl.lang == "en"].iloc[0]
+    assert en.good != en.bad and en.good.endswith(".")
+    assert D.mismatched_pairs(pairs, seed=1).equals(ctrl)  # deterministic
+    with pytest.raises(KeyError, match="acceptable_concept"):
+        D.mismatched_pairs(pairs.drop(columns="acceptable_concept"))
+
+
+def test_property_above_a_drawn_chance_level():
+    # the acceptable concept raises every continuation (control accuracy 0.65): against the
+    # assumed 0.5 the "knowledge" claim is supported; against the drawn level it is not, and a
+    # real property effect on top is
+    def frame(p, seed, n=60):
+        rng = np.random.default_rng(seed)
+        return pd.DataFrame({"property": np.repeat(np.arange(n).astype(str), 4),
+                             "cond_correct": (rng.random(4 * n) < p).astype(float),
+                             "cond_tie": 0.0})
+    run = lambda d, c: concept_prior.property_above_chance(d, control=c, n_boot=300)  # noqa
+    assert concept_prior.property_above_chance(frame(0.65, 1), n_boot=300).verdict == "supported"
+    assert "assumed, not drawn" in concept_prior.property_above_chance(frame(0.65, 1),
+                                                                         n_boot=300).caveat
+    t = run(frame(0.65, 1), frame(0.65, 2))
+    assert t.verdict != "supported" and "drawn chance level" in t.measure
+    assert run(frame(0.85, 1), frame(0.65, 2)).verdict == "supported"
+    assert run(frame(0.45, 1), frame(0.65, 2)).verdict == "contradicted"
+    r = _rates(lambda s: (frame(0.65, s), frame(0.65, 1000 + s)), lambda dc: run(*dc), 100)
+    assert r["supported"] + r["contradicted"] <= _bound(100)
+

@@ -206,18 +206,46 @@ def concept_carries_most(decomposed: pd.DataFrame, unit: str = "s",
 
 
 def property_above_chance(decomposed: pd.DataFrame, scope: str = "all languages",
-                          item: str = "property", **kw):
-    """*The property tokens prefer the acceptable sentence*: conditional Direct accuracy minus
-    chance (0.5), over the pairs it decides, items resampled. The null: the continuation after
-    the concept is as likely to prefer either sentence (no knowledge of the property given the
-    concept).
+                          item: str = "property", control: pd.DataFrame | None = None, **kw):
+    """*The property tokens prefer the acceptable sentence*: conditional Direct accuracy against
+    its chance level, over the pairs it decides, items resampled.
+
+    The chance level is **drawn** when ``control`` is given: the conditional Direct accuracy of
+    the same prefixes followed by another item's continuation
+    (:func:`xcomps_utils.decompose.mismatched_pairs`, decomposed the same way), where no
+    continuation is about its concept. The effect is then the accuracy minus the control's, the
+    two paired by item (an item's pairs and its control pairs are resampled together). Without
+    ``control`` the level is the assumed 0.5, and the claim's caveat says so.
+
+    Args:
+        decomposed: decomposed XCOMPS pairs (``cond_correct``, the item column, the run's
+            decision columns).
+        control: the decomposed mismatched-continuation pairs, or None.
 
     Returns:
         :class:`xcomps_utils.claims.ClaimTest`.
     """
     d = _decided(decomposed, ("cond_correct",))
+    if control is None:
+        return evaluate_claim("property_above_chance", "the property tokens prefer the "
+                              "acceptable sentence", "conditional Direct accuracy minus 0.5", d,
+                              ("cond_correct", None, lambda m, _: m[:, 0] - 0.5), item, +1, 0.0,
+                              "item", _SOURCE, scope=scope, null_hypothesis="conditional Direct "
+                              "is at chance (0.5)", sesoi=SESOI["accuracy"],
+                              caveat="the chance level 0.5 is assumed, not drawn (no "
+                              "mismatched-continuation control was given)", **kw)
+    c = _decided(control, ("cond_correct",))
+    both = pd.concat([d.assign(frame="pairs"), c.assign(frame="control")], ignore_index=True)
+
+    def combine(m, levels):
+        if "control" not in levels or "pairs" not in levels:
+            return np.full(len(m), np.nan)
+        return m[:, levels.index("pairs")] - m[:, levels.index("control")]
+    ctrl = float(c["cond_correct"].mean()) if len(c) else math.nan
     return evaluate_claim("property_above_chance", "the property tokens prefer the acceptable "
-                          "sentence", "conditional Direct accuracy minus 0.5", d,
-                          ("cond_correct", None, lambda m, _: m[:, 0] - 0.5), item, +1, 0.0,
-                          "item", _SOURCE, scope=scope, null_hypothesis="conditional Direct is "
-                          "at chance (0.5)", sesoi=SESOI["accuracy"], **kw)
+                          "sentence", "conditional Direct accuracy minus its drawn chance level "
+                          f"(another item's continuation: {ctrl:.3f})", both,
+                          ("cond_correct", "frame", combine), item, +1, 0.0, "item", _SOURCE,
+                          scope=scope, null_hypothesis="conditional Direct is as accurate with "
+                          "the item's own continuation as with another item's (the drawn "
+                          "chance level)", sesoi=SESOI["accuracy"], **kw)

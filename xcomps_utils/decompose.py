@@ -75,7 +75,7 @@ from .words import token_boundaries, token_spans, word_spans
 from .xcomps import languages
 
 __all__ = ["CATEGORIES", "ConceptSpan", "concept_span", "continuation_logprob", "split_pair",
-           "Decomposition", "decompose_pairs", "proportion_summary"]
+           "Decomposition", "decompose_pairs", "proportion_summary", "mismatched_pairs"]
 
 CATEGORIES = ("prefix", "concept", "property", "period")
 
@@ -447,3 +447,68 @@ def proportion_summary(decomposed: pd.DataFrame, by: str | list[str] = "lang",
                    for c in out.columns]
     out.insert(0, "pairs", g.size())
     return out
+
+
+def mismatched_pairs(pairs: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+    """Control pairs for conditional Direct's chance level: each pair's two concept prefixes
+    followed by **another item's continuation** (``"A bicycle" / "A kayak"`` + ``" is used for
+    writing."``).
+
+    Conditional Direct calls a pair right when the continuation is more probable after the
+    acceptable concept. Whether 0.5 is its chance level is an assumption: an acceptable concept
+    may raise the probability of any continuation (a more frequent or more generic noun). On
+    these pairs no continuation is about its concept, so their conditional accuracy is the level
+    a model reaches without knowing the property: the chance level, drawn. Within each language
+    and negative-sample type the items are deranged (a random cyclic order: no item keeps its own
+    continuation, and where the group allows, none gets a continuation of its own property).
+
+    The split is text-level (:func:`concept_span` on the two sentences, widened to words): the
+    continuation is the text both sentences share after the concept span.
+
+    Args:
+        pairs: XCOMPS pairs (:func:`xcomps_utils.xcomps.load_languages`): ``lang``,
+            ``negative_sample_type``, ``property``, ``good``, ``bad``, ``pair_id``,
+            ``acceptable_concept``, ``unacceptable_concept``.
+        seed: the derangement's seed.
+
+    Returns:
+        the pairs with ``good`` / ``bad`` rebuilt, ``pair_id`` ``"<own>|cont:<other>"``,
+        ``continuation_of`` (the other pair's id); every other column is the pair's own (so the
+        item, the language and the type are those of the prefixes). A group of one pair has no
+        other continuation and is left out.
+
+    Raises:
+        KeyError: a column above is missing.
+    """
+    missing = [c for c in ("lang", "negative_sample_type", "property", "good", "bad", "pair_id",
+                           "acceptable_concept", "unacceptable_concept") if c not in pairs]
+    if missing:
+        raise KeyError(f"mismatched_pairs needs the XCOMPS pair columns {missing}")
+    rng = np.random.default_rng(seed)
+    heads, conts = [], []
+    for r in pairs.itertuples(index=False):
+        span = concept_span(r.good, r.bad, r.acceptable_concept, r.unacceptable_concept)
+        cut = span.suffix
+        heads.append((r.good[:len(r.good) - cut], r.bad[:len(r.bad) - cut]))
+        conts.append(r.good[len(r.good) - cut:] if cut else "")
+    out = []
+    for _, grp in pairs.reset_index(drop=True).groupby(["lang", "negative_sample_type"],
+                                                       sort=True):
+        idx = grp.index.to_numpy()
+        if len(idx) < 2:
+            continue
+        order = idx[rng.permutation(len(idx))]
+        props = pairs["property"].to_numpy()
+        # a cyclic shift of a random order is a derangement; shift further while some item
+        # would get a continuation of its own property and another shift avoids it
+        shift = next((k for k in range(1, len(order))
+                      if not (props[order] == props[np.roll(order, -k)]).any()), 1)
+        for i, j in zip(order, np.roll(order, -shift)):
+            row = pairs.iloc[i].copy()
+            row["good"] = heads[i][0] + conts[j]
+            row["bad"] = heads[i][1] + conts[j]
+            row["continuation_of"] = pairs["pair_id"].iloc[j]
+            row["pair_id"] = f"{pairs['pair_id'].iloc[i]}|cont:{pairs['pair_id'].iloc[j]}"
+            out.append(row)
+    return pd.DataFrame(out).reset_index(drop=True)
+
