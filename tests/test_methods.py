@@ -112,7 +112,8 @@ def test_meta_and_neuro_in_one_call(lm, tmp_path):
     assert (groups.items_whole == 1).all()
     # the permutation null runs for the probes over all negative types only (one per language)
     alls = groups[groups.subset == "all"]
-    assert (alls.n_permutations == 19).all() and alls.p_permutation.between(1 / 20, 1).all()
+    assert (alls.n_permutations == 199).all() and alls.p_permutation.between(1 / 200, 1).all()
+    assert alls.p_adjusted.between(1 / 200, 1).all() and (alls.n_pooled == 2).all()
     assert groups[groups.subset != "all"].p_permutation.isna().all()
     assert by_layer[by_layer.subset == "all"].null_q95.notna().all()
     assert (by_layer.n_sentences > 0).all()

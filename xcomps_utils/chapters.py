@@ -207,7 +207,8 @@ def probe_baselines(by_layer: pd.DataFrame, groups: pd.DataFrame, languages: lis
     Returns:
         sentences, folds and leaks, F1 (majority baseline, max over layers, nested), balanced
         accuracy (max over layers, nested, embedding layer), the permutation null's best-layer
-        95th percentile and p-value, MCC and the layers nested cross-validation chose.
+        95th percentile (context), the nested score's p against its own permutation draws and
+        corrected over languages (max-T), MCC and the layers nested cross-validation chose.
     """
     g = groups[groups.subset == "all"].set_index("lang")
     best = by_layer[by_layer.subset == "all"].groupby("lang")[["f1", "balanced_accuracy"]].max()
@@ -223,8 +224,9 @@ def probe_baselines(by_layer: pd.DataFrame, groups: pd.DataFrame, languages: lis
         "balanced acc., max over layers (biased)": best.balanced_accuracy,
         "balanced acc., nested": g.nested_balanced_accuracy,
         "balanced acc., embeddings (layer 0)": g.layer0_balanced_accuracy,
-        "null, best layer 95th pct.": g.null_max_q95,
+        "null, best layer 95th pct. (per-layer context)": g.null_max_q95,
         "p vs permutation null": g.p_permutation,
+        "p, corrected over languages": g.p_adjusted,
         "MCC, nested": g.nested_mcc,
         "layers chosen": [f"{int(a)}–{int(b)}"
                           for a, b in zip(g.nested_layer_min, g.nested_layer_max)],

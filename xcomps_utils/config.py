@@ -64,8 +64,9 @@ METHODS: dict[str, Method] = {
                            "unacceptable_concept"),
                     parameters=("probe_by", "n_splits", "inner_splits", "seed"),
                     protocol=(("protocol", "item-whole concept-disjoint folds (training purged of "
-                                           "test concepts), nested layer choice, label-permutation "
-                                           "null (19, per language)"),
+                                           "test concepts), nested layer choice, standardised ridge "
+                                           "probe (closed form), label-permutation null (199, "
+                                           "nested procedure rerun, per language, joint max-T)"),
                               ("layers", "embedding + every block, last after the final norm"))),
     "token_ppl": Method(50, ("good", "bad", "good_pivots", "bad_pivots"), "tasks",
                         "token-level perplexity has no prompt wordings for XCOMPS yet",

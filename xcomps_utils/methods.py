@@ -25,13 +25,15 @@ method         measures (nats for log-probabilities; booleans as 0/1)
                (mean of p(good) + p(bad)). XCOMPS pairs
                only (:mod:`xcomps_utils.meta`).
 ``neuro``      per probe group and ``layer``: ``f1``, ``balanced_accuracy``, ``mcc``,
-               ``convergence_warnings``, and for a group over all negative types ``null_q95``
+               and for a group over all negative types ``null_q95``
                (the label-permutation null's 95th percentile); per group (``layer`` -1):
                ``n_sentences``, ``n_acceptable``, ``n_groups``, ``concept_disjoint``,
                ``items_whole``, ``leaked_concepts``, ``leaked_items``, ``purged``,
                ``majority_f1``, ``layer0_balanced_accuracy``, ``nested_f1``,
                ``nested_balanced_accuracy``, ``nested_mcc``, ``nested_layer_mean``/``min``/``max``,
-               and over all types ``null_max_q95``, ``p_permutation``, ``n_permutations``.
+               and over all types ``null_max_q95``, ``null_nested_mean``, ``p_permutation``
+               (the nested score against its own permutation draws), ``n_permutations``,
+               ``p_adjusted`` (max-T over the run's languages), ``p_pooled``, ``n_pooled``.
                Groups: each combination of ``probe_by`` columns (``"all"`` where a column is
                pooled). Hidden states stay in the store (``states``). See
                :mod:`xcomps_utils.neuro` and :mod:`xcomps_utils.probing`.
@@ -196,7 +198,7 @@ class ShardedStates:
         return np.stack([self.parts[self.where[i][0]][self.where[i][1]] for i in rows])
 
 
-_LAYER_MEASURES = ("f1", "balanced_accuracy", "mcc", "null_q95", "convergence_warnings")
+_LAYER_MEASURES = ("f1", "balanced_accuracy", "mcc", "null_q95")
 
 
 def probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame:
