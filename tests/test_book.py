@@ -192,13 +192,15 @@ def test_three_assignments():
 
 # One idea a page (issue 21): a chapter's code stays short enough to read beside its prose.
 MAX_CHAPTER_CODE_LINES = 100  # non-blank code lines of a chapter, exercise solutions apart
-MAX_CELL_LINES = 12  # non-blank lines of one code cell (the parameters cell too)
+MAX_CELL_LINES = 12  # non-blank lines of one code cell (the parameters cell apart)
 
 
 def code_cells(text: str) -> list[tuple[int, bool, str]]:
-    """The code cells of a MyST chapter, in order: ``(non-blank lines, inside an exercise
-    solution, first line)``. A solution is what lies between a ```` ```{solution-start} ````
-    and a ```` ```{solution-end} ```` directive (markdown cells, as jupytext reads them)."""
+    """The code cells of a MyST chapter, in order: ``(non-blank lines, exempt, first line)``.
+    Exempt are the cells inside an exercise solution, what lies between a
+    ```` ```{solution-start} ```` and a ```` ```{solution-end} ```` directive (markdown cells, as
+    jupytext reads them), and the papermill ``parameters`` cell (one parameter a line, so that
+    papermill sees every one, however many a chapter has)."""
     import jupytext
 
     nb = jupytext.reads(text, fmt="md:myst")
@@ -212,7 +214,8 @@ def code_cells(text: str) -> list[tuple[int, bool, str]]:
                     in_solution = False
         elif cell.cell_type == "code":
             lines = [x for x in cell.source.splitlines() if x.strip()]
-            cells.append((len(lines), in_solution, lines[0] if lines else ""))
+            exempt = in_solution or "parameters" in cell.metadata.get("tags", [])
+            cells.append((len(lines), exempt, lines[0] if lines else ""))
     return cells
 
 
