@@ -116,7 +116,7 @@ def test_holm_keeps_the_family_wise_error_at_nominal():
     # with 400 replicates no bootstrap p can go below 2 / 401, above 0.05 / 15: the bootstrap's
     # resolution cannot reach the family's level, and the tests say so instead of being tested
     coarse = [perplexity_paper.above_chance(items, "t", n_boot=400, seed=k) for k in range(15)]
-    assert {t.verdict for t in claims.correct(coarse, "coarse")} == {"cannot be decided"}
+    assert {t.verdict for t in claims.correct(coarse, "coarse", "exploratory")} == {"cannot be decided"}
 
 
 def test_too_few_items_for_a_bootstrap_verdict():
@@ -181,7 +181,8 @@ def test_tarone_leaves_out_tests_that_cannot_reach_the_level():
     # a statistic that cannot be computed says why, and prints no NaN interval
     df = _xcomps(lambda *a: 1.0, n_items=20)
     df.loc[df.negative_sample_type == "random", "direct_tie"] = 1.0
-    nan = claims.correct([xcomps_paper.subtle_negatives_harder(df, n_boot=200), decidable], "f")
+    nan = claims.correct([xcomps_paper.subtle_negatives_harder(df, n_boot=200), decidable], "f",
+                         "exploratory")
     assert nan[0].verdict == "cannot be decided" and "cannot be computed" in nan[0].reason
     assert "nan" not in claims.claims_markdown(nan).lower() and nan[1].family_size == 1
 
@@ -194,7 +195,7 @@ def test_the_printed_interval_is_the_one_the_verdict_reads():
         "task": "t", "pair_id": np.arange(200).astype(str),
         "accuracy": (rng.random(200) < acc).astype(float)}), "t", n_boot=1000, seed=k)
         for k, acc in enumerate([0.5, 0.58, 0.58, 0.58, 0.59, 0.7, 0.5, 0.57])]
-    fam = claims.correct(tests, "eight")
+    fam = claims.correct(tests, "eight", "exploratory")
     seen_gap = False
     for t in fam:
         excl = t.adj_low > t.null or t.adj_high < t.null
@@ -496,3 +497,33 @@ def test_mean_claims_reach_both_outcomes_hold_their_null_and_have_power(name):
     r = _rates(lambda s: make(null, 50 + s), run, 100)
     assert r["supported"] + r["contradicted"] <= _bound(0.05, 100)
     assert _rates(lambda s: make(null + 0.12, 500 + s), run, 30)["supported"] >= 0.8
+
+
+def test_every_family_a_page_forms_is_declared_in_one_table():
+    import re
+    from pathlib import Path
+    repo = Path(__file__).resolve().parent.parent
+    found = set()
+    for path in [*repo.glob("xcomps_utils/*.py"), *repo.glob("notebooks/*.md")]:
+        text = path.read_text(encoding="utf-8")
+        for m in re.finditer(r"correct\((?:[^()]|\([^()]*\))*?,\s*f?\"([^\"]+)\"", text):
+            found.add((path.name, re.sub(r" \(\{[^}]*\}\)$", "", m.group(1))))
+    assert len(found) >= 10
+    undeclared = [(f, n) for f, n in found if claims.declared_family(n) is None]
+    assert not undeclared, f"families formed but not declared in claims.FAMILIES: {undeclared}"
+    # the declaration is enforced: a claim outside it, a SESOI that drifted, a role that differs
+    t = xcomps_paper.english_advantage(_xcomps(lambda *a: 0.7, n_items=30), n_boot=200)
+    with pytest.raises(ValueError, match="not declared in family"):
+        claims.correct([t], "token-level perplexity, per task")
+    from dataclasses import replace
+    with pytest.raises(ValueError, match="SESOI 0.1"):
+        claims.correct([replace(t, sesoi=0.1)], "XCOMPS, primary claims (Direct)")
+    with pytest.raises(ValueError, match="declared 'confirmatory'"):
+        claims.correct([t], "XCOMPS, primary claims (Direct)", "exploratory")
+    with pytest.raises(ValueError, match="not declared in claims.FAMILIES"):
+        claims.correct([t], "a family of my own")
+    fam = claims.correct([t], "XCOMPS, primary claims (Direct)")
+    table = claims.family_table(fam)
+    assert table.loc[0, "chapter"] == "xcomps_results" and table.loc[0, "role"] == "confirmatory"
+    assert table.loc[0, "sesoi"] == 0.05 and table.loc[0, "decidable at this size"] == "yes"
+

@@ -66,7 +66,8 @@ __all__ = ["ClaimTest", "cluster_bootstrap", "bootstrap_means", "verdict", "eval
            "claims_table", "claims_markdown", "decided", "items_needed", "DEFAULT_N_BOOT",
            "ALPHA", "VERDICTS", "correct", "permutation_test", "language_claim", "finish",
            "percentile_interval", "bootstrap_p", "decided_rows", "permutation_p", "SESOI",
-           "equivalence_p", "MIN_BOOTSTRAP_UNITS", "testable", "verdict_label"]
+           "equivalence_p", "MIN_BOOTSTRAP_UNITS", "testable", "verdict_label", "Family",
+           "FAMILIES", "declared_family", "family_table"]
 
 DEFAULT_N_BOOT = 2000
 #: fewer units than this and a bootstrap gives no verdict ("cannot be decided"): the percentile
@@ -638,6 +639,110 @@ def language_claim(claim: str, hypothesis: str, measure: str, values: pd.Series,
 
 # --- families ---------------------------------------------------------------------------------
 
+@dataclass(frozen=True)
+class Family:
+    """A family of tests a page prints together and corrects together (:func:`correct`).
+
+    Attributes:
+        name: the family's name (a page may add `` (<model>)`` to it).
+        chapter: the chapter (``notebooks/<chapter>.md``) that prints it.
+        role: ``"confirmatory"`` (a paper's primary claims, decided before the data were seen)
+            or ``"exploratory"``.
+        claims: each claim of the family and its smallest effect of interest (the equivalence
+            margin and the size ``items_needed`` plans for, in the claim's measure), or None
+            for a claim with no equivalence test (a permutation over languages).
+    """
+
+    name: str
+    chapter: str
+    role: str
+    claims: dict
+
+
+#: smallest effects of interest (the size ``items_needed`` plans for), in each measure's unit
+SESOI = {"accuracy": 0.05, "slope": 0.05, "correlation": 0.3, "proportion": 0.1}
+_A, _P, _C = SESOI["accuracy"], SESOI["proportion"], SESOI["correlation"]
+_XCOMPS = {"english_advantage": _A, "english_rank": None, "subtle_negatives_harder": _A,
+           "morphology_trend": None, "resource_trend": None}
+
+#: Every family the book's pages form, in one table: chapter, claims, role, and each claim's
+#: smallest effect of interest. :func:`correct` reads it (a declared family's role, its claims
+#: and their SESOI are checked); :func:`family_table` shows it with what each test can decide
+#: at its run's size.
+FAMILIES = {f.name: f for f in (
+    Family("XCOMPS, primary claims (Direct)", "xcomps_results", "confirmatory",
+           {**_XCOMPS, "direct_tracks_neuro": _C}),
+    Family("XCOMPS, Meta and second model", "xcomps_results", "exploratory", _XCOMPS),
+    Family("token-level perplexity, primary claims", "token_perplexity_results", "confirmatory",
+           {"pivotal_carries_most": _P, "pivotal_rarely_whole": _P}),
+    Family("token-level perplexity, per task", "token_perplexity_results", "exploratory",
+           {"above_chance": _A, "order_effect": _A, "pivotal_influence": _P,
+            "pivotal_direction": _P}),
+    Family("where Δ comes from", "xcomps_token_level", "exploratory",
+           {"concept_carries_most": _P, "property_above_chance": _A}),
+    Family("concept prior, pooled", "xcomps_token_level", "confirmatory",
+           {"prior_favours_acceptable": _P, "direct_gains_from_prior": _A}),
+    Family("Direct's gain, per language", "xcomps_token_level", "exploratory",
+           {"direct_gains_from_prior": _A}),
+    Family("cross-lingual agreement", "xcomps_token_level_agreement", "exploratory",
+           {"cross_lingual_agreement": _P, "agreement_follows_morphological_type": None,
+            "agreement_follows_resource_level": None}),
+    Family("across languages", "grammar_across_languages", "exploratory",
+           {"construction_agreement": None, "grammar_tracks_concepts": None}),
+    Family("pivot share per language", "grammar_across_languages", "exploratory",
+           {"pivot_carries_most": None}),
+)}
+
+
+def declared_family(name: str) -> Family | None:
+    """The :data:`FAMILIES` entry of a family name, with or without a trailing `` (<model>)``
+    (None when undeclared)."""
+    if name in FAMILIES:
+        return FAMILIES[name]
+    base = name.rsplit(" (", 1)[0] if name.endswith(")") else name
+    return FAMILIES.get(base)
+
+
+def _check_declared(tests: list[ClaimTest], family: str, role: str | None) -> str:
+    """The family's role, after checking the tests against its declaration."""
+    fam = declared_family(family)
+    if fam is None:
+        if role is None:
+            raise ValueError(f"family {family!r} is not declared in claims.FAMILIES: declare it "
+                             f"there (chapter, role, claims, SESOI), or pass role= for a family "
+                             f"of your own")
+        return role
+    if role is not None and role != fam.role:
+        raise ValueError(f"family {family!r} is declared {fam.role!r} in claims.FAMILIES, "
+                         f"not {role!r}")
+    for t in tests:
+        if t.claim not in fam.claims:
+            raise ValueError(f"claim {t.claim!r} is not declared in family {fam.name!r} "
+                             f"(claims.FAMILIES: {sorted(fam.claims)})")
+        want = fam.claims[t.claim]
+        if want is not None and t.sesoi != want:
+            raise ValueError(f"claim {t.claim!r}: its test uses SESOI {t.sesoi!r}, family "
+                             f"{fam.name!r} declares {want!r} (claims.FAMILIES)")
+    return fam.role
+
+
+def family_table(tests: list[ClaimTest]) -> pd.DataFrame:
+    """The families of ``tests`` as declared (:data:`FAMILIES`) and as run: one row per test with
+    ``chapter``, ``family``, ``claim``, ``scope``, ``role``, ``sesoi``, ``unit``, ``n`` and
+    whether the test is decidable by design at this size (``decidable``: its smallest
+    attainable p reaches the level within its family, :func:`testable`; else the reason)."""
+    rows = []
+    for t in tests:
+        fam = declared_family(t.family)
+        rows.append({"chapter": fam.chapter if fam else "", "family": t.family,
+                     "claim": t.claim, "scope": t.scope, "role": t.role,
+                     "sesoi": fam.claims.get(t.claim) if fam else t.sesoi, "unit": t.unit,
+                     "n": t.n_items, "family size": t.family_size,
+                     "decidable at this size": "yes" if t.verdict != "cannot be decided"
+                     else f"no: {t.reason}"})
+    return pd.DataFrame(rows)
+
+
 def _min_p(t: ClaimTest) -> float:
     """The smallest two-sided decision p a test can reach (1 when it cannot be computed)."""
     if t.reason or not np.isfinite(t.p_supported):
@@ -678,7 +783,7 @@ def _adjusted_interval(t: ClaimTest, p_raw: float, p_adj: float, alpha: float):
     return float(low), float(high)
 
 
-def correct(tests: list[ClaimTest], family: str, role: str = "exploratory",
+def correct(tests: list[ClaimTest], family: str, role: str | None = None,
             alpha: float = ALPHA) -> list[ClaimTest]:
     """Holm's step-down correction over one family of tests (Holm, 1979; ``statsmodels``),
     restricted to the tests that can reach the level (:func:`testable`, Tarone, 1990).
@@ -692,15 +797,21 @@ def correct(tests: list[ClaimTest], family: str, role: str = "exploratory",
     ``family_size``. Bootstrap tests get the interval at their adjusted level (``adj_low``,
     ``adj_high``).
 
+    A family the book's pages form is declared in :data:`FAMILIES` (its role, its claims and
+    their SESOI; a test that disagrees with the declaration is an error); a family of your own
+    needs ``role``.
+
     Returns:
         the tests with ``family``, ``family_size`` (the tests corrected over), ``role``,
         ``p_adjusted`` and the verdict set.
 
     Raises:
-        ValueError: an unknown ``role``.
+        ValueError: an unknown ``role``; an undeclared family without ``role``; a test whose
+            claim or SESOI differs from its family's declaration.
     """
     from statsmodels.stats.multitest import multipletests
 
+    role = _check_declared(tests, family, role)
     if role not in ("confirmatory", "exploratory"):
         raise ValueError(f"role must be 'confirmatory' or 'exploratory', got {role!r}")
     if not tests:
@@ -821,7 +932,3 @@ def decided_rows(df: pd.DataFrame, correct: str) -> pd.DataFrame:
         if col != correct and col in df:
             keep &= ~df[col].fillna(0).astype(bool)
     return df[keep]
-
-
-#: smallest effects of interest (the size ``items_needed`` plans for), in each measure's unit
-SESOI = {"accuracy": 0.05, "slope": 0.05, "correlation": 0.3, "proportion": 0.1}
