@@ -261,8 +261,8 @@ def plot_probe_layers(by_layer: pd.DataFrame, model: str, by: str = "lang"):
     return fig
 
 
-VERDICT_COLORS = {"supported": "#2a9d8f", "contradicted": "#e76f51", "inconclusive": "#8d99ae",
-                  "cannot be decided": "#c9ccd3"}
+VERDICT_COLORS = {"supported": "#2a9d8f", "contradicted": "#e76f51", "equivalent": "#e9c46a",
+                  "inconclusive": "#8d99ae", "cannot be decided": "#c9ccd3"}
 
 
 def plot_claims(table: pd.DataFrame, model: str, title: str = "Claims tested"):
