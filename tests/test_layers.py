@@ -28,7 +28,7 @@ METHODS = {"encoding", "models", "scoring", "words", "meta", "perplexity", "neur
            "precision", "decompose", "config", "params", "planner", "methods", "ray_executor",
            "sweep", "cli", "store", "results"}
 ANALYSIS = {"claims", "stats", "consistency", "concept_prior", "xcomps_paper", "perplexity_paper",
-            "grammar_study"}
+            "grammar_study", "bmlama_study"}
 PRESENTATION = {"plots", "chapters", "explorer", "exercises"}
 
 

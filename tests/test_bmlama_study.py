@@ -1,0 +1,407 @@
+"""BMLAMA at the language unit (xcomps_utils.bmlama_study), on synthetic frames with a known answer.
+
+Pair frames imitate a Direct run on BMLAMA rows (a gold and 9 distractors per fact, candidate
+priors shared across languages as lengths and frequencies are); language-level claims are fed
+per-language values drawn with a family effect, a tier effect or neither, on a 53-language
+typology shaped like BMLAMA-53's (7 high, 39 medium, 7 low; 30 Indo-European). Seeded, fast.
+"""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from xcomps_utils import bmlama_study as B
+from xcomps_utils.claims import ALPHA, correct
+from xcomps_utils.precision import decisions, near_ties
+
+
+def _bound(p: float, n: int) -> float:
+    """Nominal rate plus 3 simulation standard errors."""
+    return p + 3 * math.sqrt(p * (1 - p) / n)
+
+
+def _pairs(skill: dict, n_facts: int = 60, seed: int = 0, control: bool = False,
+           gold_prior: float = 0.0, noise_seed: int | None = None, relation_effect=None,
+           shared: float = 0.0, n_cand: int = 10, shared_prior: bool = True) -> pd.DataFrame:
+    """Direct pairs: candidate k of fact f scores prior[f, k] + noise (per language) and the
+    gold gets ``skill[lang]`` (+ ``gold_prior`` in every frame: a gold favoured by its length
+    or frequency, which the control keeps). ``relation_effect``: per-relation gold boost in
+    every language (relation = fact % 4); ``shared``: a per-fact knowledge shared by all
+    languages; ``shared_prior=False``: every language draws its own candidate priors."""
+    rng = np.random.default_rng(seed)
+    prior = rng.normal(0, 1, (n_facts, n_cand))
+    tokens = rng.integers(4, 8, (n_facts, n_cand))
+    known = rng.normal(0, 1, n_facts)
+    nrng = np.random.default_rng(seed + 1000 if noise_seed is None else noise_seed)
+    rows = []
+    for lang, s in skill.items():
+        noise = nrng.normal(0, 1, (n_facts, n_cand))
+        if not shared_prior:
+            noise = noise + nrng.normal(0, 1, (n_facts, n_cand)) - prior
+        for f in range(n_facts):
+            g = f % n_cand
+            sc = prior[f] + noise[f]
+            sc[g] += gold_prior
+            if not control:
+                sc[g] += s + shared * known[f] + (relation_effect[f % 4] if relation_effect
+                                                  else 0.0)
+            for k in range(n_cand):
+                if k != g:
+                    rows.append({"lang": lang, "fact": f"f{f:03d}", "relation": f"r{f % 4}",
+                                 "candidate": k, "gold_candidate": g,
+                                 "direct_logprob_good": sc[g], "direct_logprob_bad": sc[k],
+                                 "direct_logprob_mean_good": sc[g] / tokens[f, g],
+                                 "direct_logprob_mean_bad": sc[k] / tokens[f, k],
+                                 "direct_n_tokens_good": tokens[f, g],
+                                 "direct_n_tokens_bad": tokens[f, k],
+                                 "direct_near_tie_tolerance": 5.4e-4 * (tokens[f, g] +
+                                                                         tokens[f, k])})
+    return pd.DataFrame(rows)
+
+
+def _typology53() -> pd.DataFrame:
+    """53 languages: families and tiers shaped like BMLAMA-53's (tier correlated with family:
+    high-resource languages in large families, low-resource ones mostly outside Indo-European)."""
+    fams = (["ie"] * 30 + ["aa"] * 3 + ["ura"] * 3 + ["aus"] * 3 + ["tur"] * 2 + ["dra"] * 2
+            + ["st", "jap", "kor", "aa2", "kar", "tk", "bas", "x1", "x2", "x3"])
+    tiers = (["high"] * 4 + ["medium"] * 26                   # ie
+             + ["high", "medium", "medium"]                     # aa
+             + ["medium"] * 3 + ["medium", "low", "low"]        # ura, aus
+             + ["medium", "low"] + ["medium", "low"]            # tur, dra
+             + ["high", "high", "medium", "medium", "medium", "medium", "low", "low",
+                "low", "medium"])
+    langs = ["en"] + [f"l{k:02d}" for k in range(1, 53)]
+    t = pd.DataFrame({"family": fams, "resource_tier": tiers}, index=langs)
+    rng = np.random.default_rng(3)
+    # a morphology index that varies inside families too
+    t["morphology_index"] = rng.normal(0, 1, 53) + t["family"].map(
+        {"ura": 1.0, "tur": 1.0, "jap": 1.0, "kor": 1.0}).fillna(0)
+    return t
+
+
+def _typology17() -> pd.DataFrame:
+    """The 17 BMLAMA-17 languages: families, the tiers of issue 28 and the XCOMPS paper's types."""
+    fam = {"ar": "aa", "he": "aa", "hu": "ura", "ja": "jap", "ko": "kor", "tr": "tur",
+           "vi": "aus", "zh": "st"}
+    typ = {"en": "analytic", "vi": "analytic", "zh": "analytic", "hu": "agglutinative",
+           "ja": "agglutinative", "ko": "agglutinative", "tr": "agglutinative"}
+    langs = "ar ca el en es fa fr he hu ja ko nl ru tr uk vi zh".split()
+    return pd.DataFrame({"family": [fam.get(l, "ie") for l in langs],
+                         "resource_tier": ["high" if l in "ar en es fr ja zh".split()
+                                           else "medium" for l in langs],
+                         "paper_type": [typ.get(l, "inflected") for l in langs]}, index=langs)
+
+
+def _values(typ: pd.DataFrame, rng, slope=0.0, family_sd=0.0, ie_effect=0.0, sd=0.05,
+            col="resource_tier", order=B.TIER_ORDER) -> pd.DataFrame:
+    fam = typ["family"].unique()
+    f_eff = dict(zip(fam, rng.normal(0, family_sd, len(fam)) if family_sd else np.zeros(len(fam))))
+    x = typ[col].map(order) if order else typ[col]
+    v = (0.3 + slope * x.astype(float) + typ["family"].map(f_eff)
+         + ie_effect * (typ["family"] == "ie") + rng.normal(0, sd, len(typ)))
+    return pd.DataFrame({"beyond": v})
+
+
+# --- pairs, facts, languages -------------------------------------------------------------------
+
+def test_pair_decisions_are_precisions_rule_for_sums_and_scale_for_means():
+    p = _pairs({"en": 0.5}, n_facts=20)
+    p.loc[0, "direct_logprob_bad"] = p.loc[0, "direct_logprob_good"]                 # a tie
+    p.loc[1, "direct_logprob_bad"] = p.loc[1, "direct_logprob_good"] - 1e-3          # near tie
+    delta = p.direct_logprob_good - p.direct_logprob_bad
+    n = p.direct_n_tokens_good + p.direct_n_tokens_bad
+    run = pd.DataFrame({"direct_correct": (delta > 0).astype(float),
+                        "direct_tie": (delta == 0).astype(float),
+                        "direct_near_tie": near_ties(delta, "float32", n).astype(float)})
+    mine = B.pair_decisions(p, "sum")
+    assert (mine == decisions(run)).all()
+    assert mine[0] == "tie" and mine[1] == "near_tie" and mine[2] in ("right", "wrong")
+    # the mean's tolerance: two per-token errors, 2 x 5.4e-4 nats a token
+    m = p.copy()
+    m.loc[2, "direct_logprob_mean_bad"] = m.loc[2, "direct_logprob_mean_good"] - 1.0e-3
+    m.loc[3, "direct_logprob_mean_bad"] = m.loc[3, "direct_logprob_mean_good"] - 1.2e-3
+    dm = B.pair_decisions(m, "mean")
+    assert dm[2] == "near_tie" and dm[3] == "right"
+    with pytest.raises(ValueError, match="reduction"):
+        B.pair_decisions(p, "median")
+
+
+def test_fact_table_ranks_the_gold_and_keeps_near_ties_apart():
+    p = _pairs({"en": 0.0}, n_facts=3)
+    f0 = p.index[p.fact == "f000"]
+    p.loc[f0, "direct_logprob_good"] = 0.0
+    p.loc[f0, "direct_logprob_bad"] = -np.arange(1, 10, dtype=float)                 # gold first
+    f1 = p.index[p.fact == "f001"]
+    p.loc[f1, "direct_logprob_good"] = 0.0
+    p.loc[f1, "direct_logprob_bad"] = [1.0, 2.0] + [-1.0] * 7                        # gold third
+    f2 = p.index[p.fact == "f002"]
+    p.loc[f2, "direct_logprob_good"] = 0.0
+    p.loc[f2, "direct_logprob_bad"] = [-1e-4] + [-1.0] * 8                           # a near tie
+    t = B.fact_table(p).set_index("fact")
+    assert t.loc["f000", "top1_sum"] == 1 and t.loc["f000", "rank_sum"] == 1
+    assert t.loc["f001", "top1_sum"] == 0 and t.loc["f001", "rank_sum"] == 3
+    assert t.loc["f001", "pairwise_sum"] == pytest.approx(7 / 9)
+    assert np.isnan(t.loc["f002", "top1_sum"]) and t.loc["f002", "decided_sum"] == 8
+    assert t.loc["f002", "pairwise_sum"] == 1 and (t.n_candidates == 10).all()
+
+
+def test_the_two_reductions_disagree_when_the_gold_is_longer():
+    p = _pairs({"en": 0.0}, n_facts=1)
+    p["direct_logprob_good"], p["direct_n_tokens_good"] = -12.0, 6       # -2 a token
+    p["direct_logprob_bad"], p["direct_n_tokens_bad"] = -9.0, 3          # -3 a token
+    p["direct_logprob_mean_good"] = -2.0
+    p["direct_logprob_mean_bad"] = -3.0
+    t = B.fact_table(p).iloc[0]
+    assert t.top1_sum == 0 and t.top1_mean == 1
+
+
+def test_chance_is_drawn_from_the_control_and_accuracy_read_beyond_it():
+    # a gold favoured by its length/frequency: high accuracy with no knowledge at all
+    skill = {"en": 0.0, "fr": 2.5}
+    real = _pairs(skill, n_facts=120, gold_prior=2.0)
+    ctl = _pairs(skill, n_facts=120, gold_prior=2.0, control=True, noise_seed=7)
+    t = B.language_table(real, ctl, reduction="sum", n_boot=400)
+    assert t.loc["en", "control_accuracy"] > 0.25 > t.loc["en", "chance_exchangeable"]
+    assert t.loc["en", "accuracy"] > 0.25                   # would pass for knowledge vs 1/10
+    assert t.loc["en", "beyond_low"] < 0 < t.loc["en", "beyond_high"]           # it is none
+    assert t.loc["fr", "beyond_low"] > 0.2                                       # this is some
+    assert t.loc["fr", "ci_low"] <= t.loc["fr", "accuracy"] <= t.loc["fr", "ci_high"]
+    assert ((t.n_facts > 110) & (t.n_facts <= 120)).all()     # near ties are no decision
+
+
+# --- language-level claims -------------------------------------------------------------------
+
+def test_resource_trend_reaches_supported_and_contradicted_and_is_decidable_on_17():
+    typ = _typology53()
+    rng = np.random.default_rng(0)
+    up = B.resource_trend(_values(typ, rng, slope=0.1), typ, n_perm=999)
+    down = B.resource_trend(_values(typ, rng, slope=-0.1), typ, n_perm=999)
+    assert up.verdict == "supported" and down.verdict == "contradicted"
+    assert up.unit == "language" and up.n_items == 53 and "within its family" in \
+        up.null_hypothesis
+    t17 = _typology17()
+    r17 = B.resource_trend(_values(t17, rng, slope=0.2, sd=0.02), t17)
+    # within families: 84 labelings in Indo-European x 2 in Afro-Asiatic, exact
+    assert "168 distinct" in r17.test and r17.smallest_p == pytest.approx(1 / 168)
+    assert r17.verdict == "supported"
+
+
+def test_resource_trend_null_rate_power_and_the_family_trap():
+    typ = _typology53()
+    rng = np.random.default_rng(1)
+    n = 150
+    null = [B.resource_trend(_values(typ, rng, family_sd=0.05), typ, n_perm=199, seed=k)
+            for k in range(n)]
+    assert np.mean([t.verdict != "inconclusive" for t in null]) <= _bound(ALPHA, n)
+    # the trap: a family effect (Indo-European better known), no tier effect at all
+    fam_tests = {s: [] for s in ("family", None)}
+    for k in range(n):
+        v = _values(typ, rng, ie_effect=0.15, sd=0.05)
+        for s in fam_tests:
+            fam_tests[s].append(B.resource_trend(v, typ, strata=s, n_perm=199, seed=k).verdict
+                                != "inconclusive")
+    assert np.mean(fam_tests["family"]) <= _bound(ALPHA, n)
+    assert np.mean(fam_tests[None]) > 0.2          # the plain permutation decides it
+    # power at the stated effect: the minimum detectable slope of the within-family design
+    x = typ["resource_tier"].map(B.TIER_ORDER).to_numpy(float)
+    mde = B.minimum_detectable_effect(53, 0.05, "slope", x=x, strata=typ["family"].to_numpy())
+    hits = [B.resource_trend(_values(typ, rng, slope=mde), typ, n_perm=199, seed=k).verdict
+            == "supported" for k in range(100)]
+    assert np.mean(hits) >= 0.8 - 3 * math.sqrt(0.16 / 100)
+
+
+def test_one_language_with_a_signal_does_not_make_a_trend():
+    typ = _typology53()
+    rng = np.random.default_rng(2)
+    v = _values(typ, rng)
+    v.loc["en", "beyond"] += 1.0                 # English (high tier) far above everyone
+    t = B.resource_trend(v, typ, n_perm=999)
+    assert t.verdict != "supported" and t.p_supported > 0.025
+    # ... but it is what English's rank is about, at 53 languages, and not at 17
+    assert B.english_rank(v).verdict == "supported"
+    t17 = _typology17()
+    v17 = _values(t17, rng)
+    v17.loc["en", "beyond"] += 1.0
+    e17 = B.english_rank(v17)
+    assert e17.verdict == "cannot be decided" and e17.smallest_p == pytest.approx(1 / 17)
+
+
+def test_english_rank_null_rate_at_53():
+    typ = _typology53()
+    rng = np.random.default_rng(4)
+    n = 300
+    hits = [B.english_rank(_values(typ, rng, family_sd=0.05)).verdict != "inconclusive"
+            for _ in range(n)]
+    assert np.mean(hits) <= _bound(ALPHA, n)
+
+
+def test_morphology_on_the_papers_17_types_cannot_be_decided_within_families():
+    t17 = _typology17()
+    rng = np.random.default_rng(5)
+    v = _values(t17, rng, slope=-0.2, sd=0.01, col="paper_type", order=B.TYPE_ORDER)
+    m = B.morphology_trend(v, t17)
+    # inside families only Indo-European varies (English analytic): 9 labelings
+    assert m.verdict == "cannot be decided" and m.smallest_p == pytest.approx(1 / 9)
+    free = B.morphology_trend(v, t17, strata=None)
+    assert free.verdict == "supported"
+    typ = _typology53()
+    v53 = _values(typ, rng, slope=-0.05, sd=0.05, col="morphology_index", order=None)
+    assert B.morphology_trend(v53, typ, label="morphology_index", n_perm=999).verdict == \
+        "supported"
+
+
+def test_methods_track_null_with_shared_family_effects_and_power():
+    typ = _typology53()
+    rng = np.random.default_rng(6)
+    n = 100
+    within, plain, power = [], [], []
+    r_mde = B.minimum_detectable_effect(53, 0.05, "correlation")
+    for k in range(n):
+        fam = dict(zip(typ.family.unique(), rng.normal(0, 1, typ.family.nunique())))
+        f = typ.family.map(fam)
+        a = pd.Series(f + rng.normal(0, 0.5, 53), index=typ.index)     # both share the family
+        b = pd.Series(f + rng.normal(0, 0.5, 53), index=typ.index)
+        within.append(B.methods_track(a, b, typ, n_perm=99, seed=k).verdict != "inconclusive")
+        plain.append(B.methods_track(a, b, typ, strata=None, n_perm=99, seed=k).verdict
+                     != "inconclusive")
+        z = rng.normal(0, 1, 53)
+        c = pd.Series(z, index=typ.index)
+        d = pd.Series(r_mde * z + math.sqrt(1 - r_mde ** 2) * rng.normal(0, 1, 53),
+                      index=typ.index)
+        power.append(B.methods_track(c, d, typ, strata=None, n_perm=99, seed=k).verdict
+                     == "supported")
+    assert np.mean(within) <= _bound(ALPHA, n)
+    assert np.mean(plain) > 0.5
+    assert np.mean(power) >= 0.8 - 3 * math.sqrt(0.16 / n)
+
+
+def test_mixed_model_recovers_a_slope_and_reads_beside_the_permutation():
+    typ = _typology53()
+    rng = np.random.default_rng(7)
+    fit = B.mixed_model_slope(_values(typ, rng, slope=0.1, family_sd=0.05), typ)
+    assert fit["n_languages"] == 53 and fit["n_families"] == typ.family.nunique()
+    assert fit["slope"] == pytest.approx(0.1, abs=0.04) and fit["p_two_sided"] < 0.01
+    n = 30
+    null = [B.mixed_model_slope(_values(typ, rng, family_sd=0.05), typ)["p_two_sided"] < ALPHA
+            for _ in range(n)]
+    assert np.mean(null) <= _bound(ALPHA, n) + 0.05    # Wald with few families: near nominal
+
+
+def test_minimum_detectable_effect_matches_the_simulated_power():
+    from scipy import stats
+
+    x = np.r_[np.zeros(7), np.ones(39), 2 * np.ones(7)]
+    mde = B.minimum_detectable_effect(53, 0.1, "slope", x=x)
+    rng = np.random.default_rng(8)
+    hits = [stats.linregress(x, mde * x + rng.normal(0, 0.1, 53)).pvalue < ALPHA
+            for _ in range(400)]
+    assert abs(np.mean(hits) - 0.8) < 0.06
+    assert B.minimum_detectable_effect(17, 0.1, "rank") == math.inf
+    assert 0 < B.minimum_detectable_effect(53, 0.1, "rank") < 0.5
+    assert B.minimum_detectable_effect(17, 0.1, "correlation") > \
+        B.minimum_detectable_effect(53, 0.1, "correlation")
+    with pytest.raises(ValueError):
+        B.minimum_detectable_effect(53, 0.1, "median")
+
+
+# --- consistency ---------------------------------------------------------------------------------
+
+def _rankc_loop(a: np.ndarray, b: np.ndarray) -> float:
+    """The authors' loop (RankC.py): rankings as candidate lists, overlaps by list index."""
+    n = a.shape[1]
+    order = np.array([n - i for i in range(n)], float)
+    w = np.exp(order) / np.exp(order).sum()
+    total = 0.0
+    for fa, fb in zip(a, b):
+        ra, rb = list(np.argsort(-fa, kind="stable")), list(np.argsort(-fb, kind="stable"))
+        for j in range(n):
+            total += w[j] * len(set(ra[:j + 1]) & set(rb[:j + 1])) / (j + 1)
+    return total / len(a)
+
+
+def test_rankc_is_the_authors_formula():
+    rng = np.random.default_rng(9)
+    a, b = rng.normal(size=(50, 10)), rng.normal(size=(50, 10))
+    assert B.rankc(a, b) == pytest.approx(_rankc_loop(a, b))
+    assert B.rankc(a, a) == pytest.approx(1.0)
+    assert B.rankc(a, -a) < 0.05
+    # independent rankings: the expected overlap share at k is k / n
+    chance = float(B.rankc_weights(10) @ (np.arange(1, 11) / 10))
+    assert B.rankc(a, b) == pytest.approx(chance, abs=0.05)
+    with pytest.raises(ValueError):
+        B.rankc(a, b[:, :9])
+
+
+def test_rankc_beyond_its_chance_tracks_shared_knowledge():
+    kw = dict(n_facts=150, shared_prior=False)
+    none = B.rankc_table(_pairs({"en": 3.0, "fr": 3.0}, **kw), n_perm=99)
+    some = B.rankc_table(_pairs({"en": 3.0, "fr": 3.0}, shared=2.0, **kw), n_perm=99)
+    # equal accuracy, nothing shared: RankC is high (both rank the gold first) but at its chance
+    chance = float(B.rankc_weights(10) @ (np.arange(1, 11) / 10))
+    assert none.rankc.iloc[0] > chance + 0.1
+    assert none.rankc_beyond.iloc[0] == pytest.approx(0, abs=0.03)
+    assert some.rankc_beyond.iloc[0] > 0.05
+    # the candidates' shared priors alone (the control: no fact at all) are consistency too
+    ctl = B.rankc_table(_pairs({"en": 0.0, "fr": 0.0}, n_facts=150, control=True), n_perm=99)
+    assert ctl.rankc_beyond.iloc[0] > 0.1
+
+
+def test_agreement_kappa_within_relation_ignores_a_relation_effect():
+    eff = [3.0, -3.0, 3.0, -3.0]                # some relations easy in every language
+    p = _pairs({"en": 0.0, "fr": 0.0, "vi": 0.0}, n_facts=160, relation_effect=eff,
+               shared_prior=False)
+    facts = B.fact_table(p).merge(p[["lang", "fact", "relation"]].drop_duplicates(),
+                                  on=["lang", "fact"])
+    within = B.agreement_kappas(facts, "sum", stratum="relation", n_boot=200)
+    assert within.table.kappa.mean() == pytest.approx(0, abs=0.12)
+    assert within.table.kappa_pooled.mean() > 0.3
+
+
+def _pair_table(langs, fam, rng, hub=None, same_effect=0.0):
+    rows = []
+    for a, b in [(x, y) for i, x in enumerate(langs) for y in langs[i + 1:]]:
+        v = rng.normal(0.3, 0.05) + same_effect * (fam[a] == fam[b])
+        if hub in (a, b):
+            v += 0.3
+        rows.append({"lang_a": a, "lang_b": b, "rankc": v})
+    return pd.DataFrame(rows)
+
+
+def test_consistency_follows_family_permutes_languages_not_pairs():
+    typ = _typology17()
+    langs = list(typ.index)
+    fam = typ.family
+    rng = np.random.default_rng(10)
+    n = 100
+    lang_level, pair_level = [], []
+    for k in range(n):
+        t = _pair_table(langs, fam, rng, hub="en")     # one language consistent with everyone
+        lang_level.append(B.consistency_follows(t, fam, n_perm=99, seed=k).verdict
+                          != "inconclusive")
+        same = (t.lang_a.map(fam) == t.lang_b.map(fam)).to_numpy()
+        obs = t.rankc[same].mean() - t.rankc[~same].mean()
+        null = [t.rankc.to_numpy()[s].mean() - t.rankc.to_numpy()[~s].mean()
+                for s in (rng.permutation(same) for _ in range(199))]
+        p = (1 + np.sum(np.array(null) >= obs)) / 200
+        pair_level.append(min(p, 1 - p + 1 / 200) <= 0.025)
+    assert np.mean(lang_level) <= _bound(ALPHA, n)
+    assert np.mean(pair_level) > np.mean(lang_level) + 0.1
+    real = B.consistency_follows(_pair_table(langs, fam, rng, same_effect=0.1), fam, n_perm=999)
+    assert real.verdict == "supported" and real.unit == "language" and real.n_items == 17
+
+
+def test_correct_families_groups_by_scope_and_role_and_drops_undecidable():
+    typ17 = _typology17()
+    rng = np.random.default_rng(11)
+    v = _values(typ17, rng, slope=0.2, sd=0.02)
+    tests = [B.resource_trend(v, typ17, scope="17, gemma"), B.english_rank(v, scope="17, gemma"),
+             B.consistency_follows(_pair_table(list(typ17.index), typ17.family, rng, same_effect=0.1),
+                                   typ17.family, n_perm=999, scope="17, gemma")]
+    out = B.correct_families(tests)
+    assert [t.claim for t in out] == [t.claim for t in tests]
+    assert out[0].role == "confirmatory" and out[2].role == "exploratory"
+    assert out[1].verdict == "cannot be decided" and out[0].family_size == 1   # Tarone
+    assert out[0].family == "BMLAMA 17, gemma: confirmatory"
+    assert out[0].verdict == correct([tests[0]], "x", "confirmatory")[0].verdict == "supported"
