@@ -36,6 +36,9 @@ def test_every_grammar_task_is_registered_with_a_manifest_file():
     assert len(grammar.task_names("clams")) == 35
     assert len(grammar.task_names("turblimp")) == 16
     assert len(grammar.task_names("sling")) == 54
+    assert len(grammar.task_names("rublimp")) == 45
+    assert grammar.task_names("multiblimp") == [f"multiblimp:{x}" for x in ("eng", "ell", "nld",
+                                                                           "tur")]
     for name in names:
         task = tasks.get(name)
         (dataset, file), = task.files
@@ -44,7 +47,7 @@ def test_every_grammar_task_is_registered_with_a_manifest_file():
         "clams/de/prep_anim.txt": data.manifest("clams")["files"]["de/prep_anim.txt"]}
 
 
-@pytest.mark.parametrize("dataset", ["clams", "turblimp", "sling"])
+@pytest.mark.parametrize("dataset", ["clams", "turblimp", "sling", "rublimp", "multiblimp"])
 def test_manifests_pin_commit_licence_citation_and_shared_checksums(dataset, data_dir):
     meta = data.manifest(dataset)
     assert len(meta["commit"]) == 40 and meta["license"] and meta["citation"]
@@ -79,7 +82,8 @@ def test_unknown_names_are_refused_with_a_hint():
     ("clams:ru:obj_rel_within_anim", 11200, "ru"),
     ("turblimp:subject_verb_agreement", 1000, "tr"),
     ("turblimp:argument_structure_transitive", 1000, "tr"), ("sling:zai_le", 1000, "zh"),
-    ("sling:cl_self_male", None, "zh")])
+    ("sling:cl_self_male", None, "zh"), ("rublimp:add_new_suffix", 1000, "ru"),
+    ("multiblimp:eng", 770, "en"), ("multiblimp:tur", 1742, "tr")])
 def test_loader_on_the_shared_files(data_dir, name, n, lang):
     pairs = _load(name)
     if n is not None:
@@ -89,6 +93,60 @@ def test_loader_on_the_shared_files(data_dir, name, n, lang):
     assert pairs[["good", "bad"]].map(lambda s: isinstance(s, str) and s == s.strip()).all().all()
     sample = data.sample_pairs(pairs, 5)
     assert len(sample) == 5
+
+
+def test_rublimp_pivots_land_on_the_marked_words(data_dir):
+    for name in ("rublimp:add_new_suffix", "rublimp:genitive_subj_predicate_agreement_gender"):
+        pairs = _load(name)
+        assert (pairs["subset"] != "").all() and pairs["pair_id"].is_unique
+        for r in pairs.itertuples():
+            e = json.loads(r.extra)
+            assert e["pivot_source"] == "cue"
+            (g0, g1), = r.good_pivots
+            (b0, b1), = r.bad_pivots
+            assert r.good[g0:g1].lower() == e["source_word"].replace("\u00ad", "").lower()
+            assert r.bad[b0:b1].lower() == e["target_word"].replace("\u00ad", "").lower()
+    row = _load("rublimp:add_new_suffix").iloc[0]  # the file's first row
+    assert (row["pair_id"], row["good"][slice(*row["good_pivots"][0])],
+            row["bad"][slice(*row["bad_pivots"][0])]) == ("132968", "плечи", "плечники")
+
+
+@pytest.mark.parametrize("lang", list(grammar.MULTIBLIMP_LANGUAGES))
+def test_multiblimp_pivots_land_on_the_swapped_word(data_dir, lang):
+    pairs = _load(f"multiblimp:{lang}")
+    cue = pairs["extra"].map(lambda e: json.loads(e)["pivot_source"]) == "cue"
+    assert cue.mean() > 0.97
+    for r in pairs[cue].itertuples():
+        e = json.loads(r.extra)
+        (g0, g1), = r.good_pivots
+        (b0, b1), = r.bad_pivots
+        assert r.good[g0:g1] == (e["cop"] or e["verb"]) and r.bad[b0:b1] == e["swap_head"]
+        assert r.good[:g0] == r.bad[:b0]  # the same prefix: the swapped word is the difference
+        assert r.good[g1:] == r.bad[b1:] or lang == "tur"
+
+
+def test_rublimp_and_multiblimp_malformed_copies_name_file_row_and_field(data_dir, tmp_path):
+    target = _copy(data_dir, tmp_path, "rublimp", "datasets/add_new_suffix.csv")
+    lines = target.read_text(encoding="utf-8").split("\n")
+    target.write_text("\n".join(lines[:3] + [lines[3] + ",x"]) + "\n", encoding="utf-8")
+    with pytest.raises(ChecksumError):
+        grammar.load_rublimp("add_new_suffix", data_dir=tmp_path)
+    with pytest.raises(DataError, match=r"add_new_suffix\.csv, row 3: 12 cells"):
+        grammar.load_rublimp("add_new_suffix", data_dir=tmp_path, verify=False)
+    target.write_text("\n".join(lines[:2] + [",".join(["1", ""] + lines[2].split(",")[2:])]),
+                      encoding="utf-8")
+    with pytest.raises(DataError, match=r"row 2, field 'source_sentence'"):
+        grammar.load_rublimp("add_new_suffix", data_dir=tmp_path, verify=False)
+    target = _copy(data_dir, tmp_path, "multiblimp", "nld/data.tsv")
+    lines = target.read_text(encoding="utf-8").split("\n")
+    target.write_text("\n".join([lines[0].replace("wrong_sen", "wrong")] + lines[1:3]),
+                      encoding="utf-8")
+    with pytest.raises(DataError, match=r"data\.tsv, row 0 \(header\): lacks .*'wrong_sen'"):
+        grammar.load_multiblimp("nld", data_dir=tmp_path, verify=False)
+    with pytest.raises(DataError, match="unknown MultiBLiMP language 'nl'"):
+        grammar.load_multiblimp("nl")
+    with pytest.raises(DataError, match="unknown rublimp task"):
+        tasks.get("rublimp:add_new_sufix")
 
 
 def test_clams_malformed_copies_name_file_row_and_field(data_dir, tmp_path):

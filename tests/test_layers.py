@@ -23,7 +23,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "xcomps_utils"
 
-LOADERS = {"paths", "data", "xcomps", "grammar", "tasks", "nonsense", "typology"}
+LOADERS = {"paths", "data", "xcomps", "grammar", "tasks", "nonsense", "typology", "bmlama"}
 METHODS = {"encoding", "models", "scoring", "words", "meta", "perplexity", "neuro", "probing",
            "precision", "decompose", "config", "params", "planner", "methods", "ray_executor",
            "sweep", "cli", "store", "results"}

@@ -13,6 +13,10 @@ task                     pairs                                                  
                          5 languages; the pair differs in the verb                          ru
 ``turblimp:<p>``         TurBLiMP (Başar et al., 2025): 16 phenomena × 1,000 pairs          tr
 ``sling:<paradigm>``     SLING (Song et al., 2022): 54 paradigms in 9 phenomena             zh
+``rublimp:<p>``          RuBLiMP (Taktasheva et al., 2024): 45 phenomena × 1,000 pairs      ru
+``multiblimp:<l>``       MultiBLiMP 1.0 (Jumelet et al., 2025): subject-verb (and           en el
+                         subject-participle) agreement from Universal Dependencies,         nl tr
+                         ``l`` one of ``eng ell nld tur`` (770 to 2,331 pairs)
 =======================  ===============================================================  ======
 
 Each loader returns the pair schema of :mod:`xcomps_utils.data` plus ``lang`` (ISO 639-1),
@@ -34,6 +38,15 @@ naming the file, the row (1-based line, or CSV data row) and the field.
   pivots on the longer side only, as in :func:`xcomps_utils.data.pivotal_spans`.
 * SLING: the differing characters (Han characters are words of their own; Chinese has no spaces),
   by :func:`xcomps_utils.data.pivotal_spans`.
+* RuBLiMP: ``source_word`` in ``source_sentence`` and ``target_word`` in ``target_sentence`` (soft
+  hyphens U+00AD, which 2 words carry, removed; case-insensitive, whole word, the occurrence
+  nearest the words that differ); the differing words where the word is not found
+  (``extra.pivot_source`` as for TurBLiMP).
+* MultiBLiMP: the word that was swapped, right after the dataset's ``prefix``: in ``wrong_sen``
+  its ``swap_head``; in ``sen`` the auxiliary or copula ``cop`` where the row has one, else the
+  agreeing ``verb`` (``verb_idx``, a Universal Dependencies word index, names the lexical verb,
+  which is not the changed word when an auxiliary agrees: ``are hurting`` / ``is hurting``); the
+  differing words where the word is not there (``extra.pivot_source``).
 
 **Hebrew.** CLAMS writes the definite article ה as a word of its own (``ה מלצר רוקד``), which no
 Hebrew text does. The pairs are scored **as published** (the benchmark's own texts, comparable with
@@ -61,14 +74,17 @@ from .data import DataError
 
 __all__ = ["CLAMS_LANGUAGES", "CLAMS_CONSTRUCTIONS", "DATASET_LANGUAGES", "turblimp_phenomena",
            "sling_paradigms", "sling_files", "task_names", "load_clams", "load_turblimp",
-           "load_sling", "join_hebrew_article", "join_article_pairs", "word_difference_spans",
+           "load_sling", "rublimp_phenomena", "load_rublimp", "MULTIBLIMP_LANGUAGES",
+           "load_multiblimp", "join_hebrew_article", "join_article_pairs", "word_difference_spans",
            "chapter_tasks"]
 
 CLAMS_LANGUAGES = ("en", "de", "fr", "he", "ru")
 CLAMS_CONSTRUCTIONS = ("simple_agrmt", "vp_coord", "long_vp_coord", "prep_anim", "subj_rel",
                        "obj_rel_across_anim", "obj_rel_within_anim")
 #: the language of each dataset's pairs (CLAMS: per file)
-DATASET_LANGUAGES = {"turblimp": "tr", "sling": "zh", "blimp": "en"}
+DATASET_LANGUAGES = {"turblimp": "tr", "sling": "zh", "blimp": "en", "rublimp": "ru"}
+#: MultiBLiMP's ISO 639-3 file names -> ISO 639-1 (the ``lang`` column)
+MULTIBLIMP_LANGUAGES = {"eng": "en", "ell": "el", "nld": "nl", "tur": "tr"}
 
 GRAMMAR_COLUMNS = data.PAIR_COLUMNS + ["lang", "item"]
 
@@ -85,6 +101,12 @@ def sling_files() -> dict[str, str]:
     return {Path(f).stem: f for f in data.manifest("sling")["files"]}
 
 
+def rublimp_phenomena() -> list[str]:
+    """The 45 RuBLiMP phenomena (file stems of ``datasets/<phenomenon>.csv``, the ``PID``)."""
+    return [f.removeprefix("datasets/").removesuffix(".csv")
+            for f in data.manifest("rublimp")["files"]]
+
+
 def sling_paradigms() -> list[str]:
     """The 54 SLING paradigms (file stems; unique across phenomenon folders)."""
     return list(sling_files())
@@ -92,10 +114,12 @@ def sling_paradigms() -> list[str]:
 
 def task_names(dataset: str | None = None) -> list[str]:
     """Every grammar task name (``clams:<lang>:<construction>``, ``turblimp:<p>``,
-    ``sling:<paradigm>``), or those of one dataset."""
+    ``sling:<paradigm>``, ``rublimp:<p>``, ``multiblimp:<lang>``), or those of one dataset."""
     out = {"clams": [f"clams:{lang}:{c}" for lang in CLAMS_LANGUAGES for c in CLAMS_CONSTRUCTIONS],
            "turblimp": [f"turblimp:{p}" for p in turblimp_phenomena()],
-           "sling": [f"sling:{p}" for p in sling_paradigms()]}
+           "sling": [f"sling:{p}" for p in sling_paradigms()],
+           "rublimp": [f"rublimp:{p}" for p in rublimp_phenomena()],
+           "multiblimp": [f"multiblimp:{lang}" for lang in MULTIBLIMP_LANGUAGES]}
     if dataset is None:
         return [n for names in out.values() for n in names]
     return out[dataset]
@@ -277,6 +301,117 @@ def load_sling(paradigm: str, data_dir=None, verify: bool = True) -> pd.DataFram
                      "extra": json.dumps({"pair_ID": rec.get("pair_ID"), "paradigm": paradigm,
                                           "field": rec.get("field")}, ensure_ascii=False)})
     return _frame(rows, path, f"sling:{paradigm}")
+
+
+def _pivot_source(found: tuple[bool, bool]) -> str:
+    return {(True, True): "cue", (False, False): "difference"}.get(found, "cue+difference")
+
+
+def _dict_rows(path: Path, fields: list[str], delimiter: str = ","):
+    """``(data row, record)`` of a CSV/TSV file with a header holding ``fields``."""
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.DictReader(f, delimiter=delimiter)
+        missing = [c for c in fields if c not in (reader.fieldnames or [])]
+        if missing:
+            raise DataError(f"{path}, row 0 (header): lacks field(s) {missing}; has "
+                            f"{reader.fieldnames}")
+        for no, rec in enumerate(reader, start=1):
+            if None in rec or None in rec.values():
+                cells = (len(reader.fieldnames) + len(rec[None]) if None in rec
+                         else sum(v is not None for v in rec.values()))
+                raise DataError(f"{path}, row {no}: {cells} cells where the header has "
+                                f"{len(reader.fieldnames)}")
+            yield no, rec
+
+
+_RUBLIMP_FIELDS = ["id", "source_sentence", "target_sentence", "source_word", "target_word",
+                   "phenomenon", "PID"]
+
+
+def load_rublimp(phenomenon: str, data_dir=None, verify: bool = True) -> pd.DataFrame:
+    """One RuBLiMP phenomenon (Taktasheva et al., 2024), 1,000 pairs: ``good`` is
+    ``source_sentence``, ``bad`` ``target_sentence``; pivots on ``source_word``/``target_word``
+    (module docstring). ``pair_id`` is the file's ``id``, ``subset`` its ``phenomenon`` (the
+    task is the ``PID``); ``extra`` holds ``source_word``, ``target_word``, ``level``,
+    ``subtype``, ``domain``, ``tree_depth`` and ``pivot_source``.
+
+    Raises:
+        DataError: unknown phenomenon, a header without the fields, a row with another number of
+            cells, an empty sentence or word (file, row and field named). ChecksumError: as BLiMP.
+    """
+    if phenomenon not in rublimp_phenomena():
+        raise DataError(f"unknown RuBLiMP phenomenon {phenomenon!r}; known: "
+                        f"{rublimp_phenomena()}")
+    path = data.dataset_file("rublimp", f"datasets/{phenomenon}.csv", data_dir, verify)
+    rows = []
+    for no, rec in _dict_rows(path, _RUBLIMP_FIELDS):
+        good = data.require(rec, "source_sentence", path, no)
+        bad = data.require(rec, "target_sentence", path, no)
+        sw = data.require(rec, "source_word", path, no).replace("\u00ad", "")
+        tw = data.require(rec, "target_word", path, no).replace("\u00ad", "")
+        gp, bp = data.pivotal_spans(good, bad)
+        gc, bc = _cue_span(good, sw, gp), _cue_span(bad, tw, bp)
+        extra = {k: rec.get(k, "") for k in ("source_word", "target_word", "level", "subtype",
+                                             "domain", "tree_depth")}
+        rows.append({"pair_id": data.require(rec, "id", path, no), "dataset": "rublimp",
+                     "subset": rec["phenomenon"], "good": good, "bad": bad,
+                     "good_pivots": [gc] if gc else gp, "bad_pivots": [bc] if bc else bp,
+                     "source_row": no, "lang": "ru",
+                     "extra": json.dumps({**extra, "pivot_source": _pivot_source(
+                         (gc is not None, bc is not None))}, ensure_ascii=False)})
+    return _frame(rows, path, f"rublimp:{phenomenon}")
+
+
+_MULTIBLIMP_FIELDS = ["sen", "wrong_sen", "verb", "verb_idx", "cop", "swap_head", "prefix",
+                      "phenomenon"]
+
+
+def _after_prefix(text: str, prefix: str, word: str) -> list[int] | None:
+    if not word or not text.startswith(prefix):
+        return None
+    start = len(prefix) + len(text[len(prefix):]) - len(text[len(prefix):].lstrip())
+    end = start + len(word)
+    if text[start:end] != word or (end < len(text) and (text[end].isalnum() or text[end] == "_")):
+        return None
+    return [start, end]
+
+
+def load_multiblimp(lang: str, data_dir=None, verify: bool = True) -> pd.DataFrame:
+    """The MultiBLiMP 1.0 pairs (Jumelet et al., 2025) of one language, ``lang`` one of
+    :data:`MULTIBLIMP_LANGUAGES` (``eng ell nld tur``; the ``lang`` column is ISO 639-1):
+    ``good`` is ``sen``, ``bad`` ``wrong_sen``; pivots on the swapped word (module docstring).
+    ``pair_id`` is the data row's 0-based index, ``subset`` the ``phenomenon`` (``SV-#`` number,
+    ``SV-P`` person, ``SV-G`` gender agreement of subject and verb; ``SP-*`` subject and
+    participle); ``extra`` holds ``verb``, ``verb_idx``, ``cop``, ``cop_idx``, ``swap_head``,
+    ``child``, ``grammatical_feature``, ``ungrammatical_feature`` and ``pivot_source``. The
+    official scorer sums token log-probabilities.
+
+    Raises:
+        DataError: unknown language, a header without the fields, a row with another number of
+            cells, an empty sentence (file, row and field named). ChecksumError: as BLiMP.
+    """
+    if lang not in MULTIBLIMP_LANGUAGES:
+        raise DataError(f"unknown MultiBLiMP language {lang!r}; known: "
+                        f"{list(MULTIBLIMP_LANGUAGES)} (ISO 639-3, as the dataset names them)")
+    path = data.dataset_file("multiblimp", f"{lang}/data.tsv", data_dir, verify)
+    rows = []
+    for no, rec in _dict_rows(path, _MULTIBLIMP_FIELDS, delimiter="\t"):
+        good = data.require(rec, "sen", path, no)
+        bad = data.require(rec, "wrong_sen", path, no)
+        changed = rec["cop"].strip() or data.require(rec, "verb", path, no)
+        gc = _after_prefix(good, rec["prefix"], changed)
+        bc = _after_prefix(bad, rec["prefix"], rec["swap_head"].strip())
+        gp, bp = ([gc], [bc]) if gc and bc else data.pivotal_spans(good, bad)
+        extra = {k: rec.get(k, "") for k in ("verb", "verb_idx", "cop", "cop_idx", "swap_head",
+                                             "child", "grammatical_feature",
+                                             "ungrammatical_feature")}
+        rows.append({"pair_id": str(no - 1), "dataset": "multiblimp",
+                     "subset": rec["phenomenon"], "good": good, "bad": bad,
+                     "good_pivots": gp, "bad_pivots": bp, "source_row": no,
+                     "lang": MULTIBLIMP_LANGUAGES[lang],
+                     "extra": json.dumps({**extra, "pivot_source": "cue" if gc and bc else
+                                          "difference"}, ensure_ascii=False)})
+    return _frame(rows, path, f"multiblimp:{lang}")
 
 
 # --------------------------------------------------------------------------- Hebrew article

@@ -19,17 +19,28 @@ name               pairs
                    ``c`` (:data:`xcomps_utils.grammar.CLAMS_CONSTRUCTIONS`)
 ``turblimp:<p>``   any of the 16 TurBLiMP phenomena (Turkish, 1,000 pairs each)
 ``sling:<p>``      any of the 54 SLING paradigms (Mandarin Chinese)
+``rublimp:<p>``    any of the 45 RuBLiMP phenomena (Russian, 1,000 pairs each)
+``multiblimp:<l>`` MultiBLiMP 1.0 agreement pairs, ``l`` one of ``eng ell nld tur``
+``bmlama17:<l>``   BMLAMA-17 facts of one of 17 languages as minimal pairs (6,792 facts, up to 9
+                   pairs each: gold vs each distractor; :mod:`xcomps_utils.bmlama`)
+``bmlama53:<l>``   BMLAMA-53, one of 53 languages (3,070 facts)
+``bmlama17_control:<l>``  the same candidates in a frame whose subject is another fact's
+                   (:func:`xcomps_utils.bmlama.control_pairs`, seeded by ``seed``); also
+                   ``bmlama53_control:<l>``
 ``xcomps:<lang>``  XCOMPS (COMPS for ``en``) of one language: the sample's 7 languages, else
                    upstream's 17 (:mod:`xcomps_utils.xcomps`)
 =================  ===========================================================================
 
 The grammar tasks (:mod:`xcomps_utils.grammar`) set ``lang`` on every pair and use BLiMP's
-token-level perplexity wordings (English prompts around the pair's sentences).
+token-level perplexity wordings (English prompts around the pair's sentences); so do the BMLAMA
+tasks. A BMLAMA task samples whole facts (:attr:`Task.unit` ``item``): a fact's pairs share its
+gold sentence, and its rank among the candidates needs all of them.
 """
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 import warnings
 from dataclasses import dataclass
@@ -56,6 +67,8 @@ class Task:
             (``xcomps_utils/wordings.json``).
         selection: the token-level perplexity selection rule, in words.
         description: one line for listings.
+        unit: a column whose values :func:`sample` keeps whole (``item``: a BMLAMA fact);
+            ``""``: pairs are sampled one by one.
     """
 
     name: str
@@ -66,6 +79,7 @@ class Task:
     description: str
     loader: Callable = None
     selector: Callable = None
+    unit: str = ""
 
 
 def _unflagged(pairs: pd.DataFrame) -> pd.DataFrame:
@@ -99,7 +113,8 @@ def _blimp(phenomenon: str, name: str | None = None, description: str | None = N
 
 
 def _grammar(name: str) -> Task:
-    """The :class:`Task` of a CLAMS, TurBLiMP or SLING task name (see :mod:`.grammar`)."""
+    """The :class:`Task` of a CLAMS, TurBLiMP, SLING, RuBLiMP or MultiBLiMP task name (see
+    :mod:`.grammar`)."""
     from . import grammar
 
     family, _, rest = name.partition(":")
@@ -116,6 +131,23 @@ def _grammar(name: str) -> Task:
         description = f"CLAMS {lang} {construction} (subject-verb agreement)"
         loader = lambda data_dir=None, verify=True, **_: grammar.load_clams(  # noqa: E731
             lang, construction, data_dir, verify)
+    elif family in ("rublimp", "multiblimp"):
+        known = (grammar.rublimp_phenomena() if family == "rublimp"
+                 else list(grammar.MULTIBLIMP_LANGUAGES))
+        if rest not in known:
+            close = difflib.get_close_matches(rest, known, n=3)
+            raise data.DataError(f"unknown {family} task {rest!r}; "
+                                 + (f"did you mean {close}? " if close else "")
+                                 + f"known: {known[:6]}{' ...' if len(known) > 6 else ''}")
+        if family == "rublimp":
+            files = (("rublimp", f"datasets/{rest}.csv"),)
+            description = f"RuBLiMP {rest} (Russian)"
+            load = grammar.load_rublimp
+        else:
+            files = (("multiblimp", f"{rest}/data.tsv"),)
+            description = f"MultiBLiMP {rest} (subject-verb agreement)"
+            load = grammar.load_multiblimp
+        loader = lambda data_dir=None, verify=True, **_: load(rest, data_dir, verify)  # noqa: E731
     else:
         known = grammar.turblimp_phenomena() if family == "turblimp" else grammar.sling_paradigms()
         if rest not in known:
@@ -158,7 +190,35 @@ def _xcomps(name: str) -> Task:
                     lang, source, data_dir, verify), _unflagged)
 
 
-GRAMMAR_FAMILIES = ("clams", "turblimp", "sling")
+def _bmlama(name: str) -> Task:
+    """The :class:`Task` ``bmlama17:<lang>``, ``bmlama53:<lang>`` or their ``_control``."""
+    from . import bmlama
+
+    family, _, lang = name.partition(":")
+    benchmark = family.removesuffix("_control")
+    known = bmlama.languages(benchmark)
+    if lang not in known:
+        close = difflib.get_close_matches(lang, known, n=2)
+        raise data.DataError(f"unknown {benchmark} language {lang!r} in task {name!r}; "
+                             + (f"did you mean {close}? " if close else "") + f"known: {known}")
+    files = (("bmlama", f"{bmlama.BENCHMARKS[benchmark]}/{lang}.tsv"),)
+    if family.endswith("_control"):
+        def loader(data_dir=None, verify=True, seed=0, **_):
+            return bmlama.control_pairs(bmlama.load_bmlama(benchmark, lang, data_dir, verify),
+                                        seed, data_dir)
+        what = (f"BMLAMA {benchmark[6:]} {lang}, control: the subject swapped for another "
+                f"fact's of the same template (seeded)")
+    else:
+        def loader(data_dir=None, verify=True, **_):
+            return bmlama.load_bmlama(benchmark, lang, data_dir, verify)
+        what = f"BMLAMA {benchmark[6:]} {lang}: gold vs each distractor of a fact"
+    return Task(name, "bmlama", files, "blimp",
+                f"all pairs of {name} without identical or duplicate pairs", what, loader,
+                _unflagged, unit="item")
+
+
+GRAMMAR_FAMILIES = ("clams", "turblimp", "sling", "rublimp", "multiblimp")
+BMLAMA_FAMILIES = ("bmlama17", "bmlama53", "bmlama17_control", "bmlama53_control")
 
 TASKS: dict[str, Task] = {
     "blimp_anaphor": _blimp("anaphor_gender_agreement", "blimp_anaphor",
@@ -187,7 +247,9 @@ TASKS: dict[str, Task] = {
 
 def names() -> list[str]:
     """The registered task names (``blimp:<phenomenon>``, ``clams:<lang>:<construction>``,
-    ``turblimp:<phenomenon>`` and ``sling:<paradigm>`` are accepted besides them)."""
+    ``turblimp:<phenomenon>``, ``sling:<paradigm>``, ``rublimp:<phenomenon>``,
+    ``multiblimp:<lang>``, ``bmlama17:<lang>``, ``bmlama53:<lang>`` and their ``_control`` are
+    accepted besides them)."""
     return list(TASKS)
 
 
@@ -215,11 +277,14 @@ def get(name: str) -> Task:
         return _grammar(name)
     if name.startswith("xcomps:"):
         return _xcomps(name)
+    if name.partition(":")[0] in BMLAMA_FAMILIES:
+        return _bmlama(name)
     close = difflib.get_close_matches(name, names(), n=2)
     raise data.DataError(f"unknown task {name!r}{f'; did you mean {close}' if close else ''}. "
                          f"Known: {names()} or 'blimp:<phenomenon>', "
                          f"'clams:<lang>:<construction>', 'turblimp:<phenomenon>', "
-                         f"'sling:<paradigm>', 'xcomps:<lang>'")
+                         f"'sling:<paradigm>', 'rublimp:<phenomenon>', 'multiblimp:<lang>', "
+                         f"'bmlama17:<lang>', 'bmlama53:<lang>', 'xcomps:<lang>'")
 
 
 def load(name: str, data_dir=None, verify: bool = True, seed: int = 0) -> pd.DataFrame:
@@ -248,6 +313,13 @@ def sample(names_: list[str], n: int | None, seed: int = 0, selection: bool = Fa
     :func:`xcomps_utils.data.sample_pairs`); ``selection=True`` samples from :func:`select`
     (token-level perplexity) instead of every unflagged pair (Direct).
 
+    A task with a :attr:`Task.unit` (BMLAMA: ``item``, a fact) is sampled by whole units: the
+    units in a seeded order, up to the first whose pairs bring the total to ``n`` or more (so a
+    BMLAMA sample of ``n`` pairs holds at most 8 more than ``n``, and ``n=18`` two facts of 9
+    pairs), every unflagged pair of each. A unit's place in the order is a SHA-256 of the seed
+    and its id, so the same seed samples the same facts in every language. ``n=None`` keeps
+    every pair.
+
     Raises:
         DataError: unknown task; ValueError: ``n < 1``.
     """
@@ -259,8 +331,26 @@ def sample(names_: list[str], n: int | None, seed: int = 0, selection: bool = Fa
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", data.DataQualityWarning)
                 pool = load(name, data_dir, seed=seed)
-        frames.append(data.sample_pairs(pool, n, seed=seed))
+        unit = get(name).unit
+        frames.append(_sample_units(pool, n, seed, unit) if unit and n is not None
+                      else data.sample_pairs(pool, n, seed=seed))
     return pd.concat(frames, ignore_index=True)
+
+
+def _sample_units(pool: pd.DataFrame, n: int, seed: int, unit: str) -> pd.DataFrame:
+    if n < 1:
+        raise ValueError(f"n must be >= 1 or None, got {n}")
+    pool = pool[~(pool["identical"] | pool["duplicate"])]
+    # the order of a unit depends on its id and the seed alone: the same facts in every language
+    units = sorted(pd.unique(pool[unit]).tolist(),
+                   key=lambda u: hashlib.sha256(f"{seed}|{u}".encode()).digest())
+    sizes = pool[unit].value_counts().reindex(units).to_numpy()
+    take = int(np.searchsorted(np.cumsum(sizes), n)) + 1
+    keep = set(units[:take])
+    if take > len(units):
+        warnings.warn(f"asked for {n} pairs, returning {len(pool)}: every {unit} of the task",
+                      data.SmallSampleWarning, stacklevel=3)
+    return pool[pool[unit].isin(keep)].reset_index(drop=True)
 
 
 def checksums(names_: list[str]) -> dict[str, str]:
