@@ -21,8 +21,8 @@ _MARKER = "xcomps.json"  # a manifest every copy holds
 
 def resources_dir() -> Path:
     """The folder of the project's own data files: dataset manifests (``blimp.json``,
-    ``clams.json``, ``crows_pairs.json``, ``dust.json``, ``sling.json``, ``turblimp.json``,
-    ``xcomps.json``), ``languages.csv``, ``meta_templates.json`` and the XCOMPS sample
+    ``bmlama.json``, ``clams.json``, ``crows_pairs.json``, ``dust.json``, ``multiblimp.json``,
+    ``rublimp.json``, ``sling.json``, ``turblimp.json``, ``xcomps.json``), ``languages.csv``, ``meta_templates.json`` and the XCOMPS sample
     ``sample/xcomps/comps_<lang>.json``.
 
     ``xcomps_utils/resources/`` inside the installed package (non-editable install), else the
