@@ -219,6 +219,13 @@ def test_one_language_with_a_signal_does_not_make_a_trend():
     v.loc["en", "beyond"] += 1.0                 # English (high tier) far above everyone
     t = B.resource_trend(v, typ, n_perm=999)
     assert t.verdict != "supported" and t.p_supported > 0.025
+    assert t.effect > 0.05                       # the slope printed is the accuracy's
+    hits = []
+    for k in range(60):                          # on ranks, one language stays one rank
+        w = _values(typ, rng)
+        w.loc["en", "beyond"] += 1.0
+        hits.append(B.resource_trend(w, typ, n_perm=199, seed=k).verdict == "supported")
+    assert np.mean(hits) <= _bound(ALPHA, 60)
     # ... but it is what English's rank is about, at 53 languages, and not at 17
     assert B.english_rank(v).verdict == "supported"
     t17 = _typology17()
