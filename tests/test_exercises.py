@@ -32,6 +32,24 @@ def test_policy_flips_needs_two_policies():
         exercises.policy_flips(_policies().drop(columns="delta"))
 
 
+def test_first_word_split_parts_sum_to_the_difference_and_follow_the_spans():
+    from types import SimpleNamespace
+
+    def table(text, spans, lps):
+        return [{"text": text, "position": i, "token_id": i, "token": text[a:b], "start": a,
+                 "end": b, "logprob": lp} for i, ((a, b), lp) in enumerate(zip(spans, lps))]
+    good, bad = "Ann helped herself .", "Ann helped himself ."
+    spans = [(0, 3), (3, 10), (10, 18), (18, 20)]
+    tokens = pd.DataFrame(table(good, spans, [-5.0, -2.0, -1.0, -0.5])
+                          + table(bad, spans, [-5.0, -2.5, -4.0, -0.25]))
+    pair = SimpleNamespace(good=good, bad=bad, good_pivots=[[11, 18]], bad_pivots=[[11, 18]])
+    parts = exercises.first_word_split(tokens, pair, "bos")
+    assert parts == pytest.approx({"first word": 0.0, "pivotal": 3.0, "rest": 0.25})
+    assert sum(parts.values()) == pytest.approx(-8.5 - -11.75)
+    with pytest.raises(KeyError, match="no scored tokens"):
+        exercises.first_word_split(tokens[tokens.text == good], pair, "bos")
+
+
 def test_reprobe_reproduces_the_stored_probe_and_leaks_with_sentence_folds(lm, tmp_path):
     from xcomps_utils import methods, xcomps
 

@@ -14,8 +14,9 @@ from sklearn.model_selection import StratifiedKFold
 
 from .methods import ShardedStates
 from .probing import make_folds, probe_layers, probe_sentences
+from .scoring import TokenScores
 
-__all__ = ["reprobe", "Reprobe", "policy_flips", "load_with_template"]
+__all__ = ["reprobe", "Reprobe", "policy_flips", "first_word_split", "load_with_template"]
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,36 @@ def policy_flips(wide: pd.DataFrame) -> pd.DataFrame:
     spread = (deltas.max(axis=1) - deltas.min(axis=1)).reindex(flips.index)
     flips = flips.loc[spread.sort_values(ascending=False).index]
     return flips.reset_index()[["task", "pair_id"] + sorted(deltas) + sorted(correct)]
+
+
+def first_word_split(tokens: pd.DataFrame, pair, bos_policy: str) -> dict:
+    """``log p(good) - log p(bad)`` of one pair (nats), split over the tokens of the first word,
+    the pivotal tokens and the rest (the *first token* chapter's flipped-pair exercise).
+
+    A token is in the first word when it starts inside the sentence's first whitespace word;
+    pivotal when it overlaps a pivot span (and is not in the first word); the rest is the rest.
+    The three parts sum to the pair's difference.
+
+    Args:
+        tokens: a Direct run's ``direct_tokens`` table under ``bos_policy``.
+        pair: one pair with ``good``, ``bad``, ``good_pivots``, ``bad_pivots`` (character spans).
+        bos_policy: the run's first-token convention (:data:`xcomps_utils.scoring.BOS_POLICIES`).
+
+    Returns:
+        ``{"first word": float, "pivotal": float, "rest": float}``.
+
+    Raises:
+        KeyError: a sentence of the pair has no row in ``tokens``.
+    """
+    parts = {"first word": 0.0, "pivotal": 0.0, "rest": 0.0}
+    for sign, text, pivots in ((1, pair.good, pair.good_pivots), (-1, pair.bad, pair.bad_pivots)):
+        ts = TokenScores.from_table(tokens, text, bos_policy)
+        first = ts.offsets[:, 0] < len(text.split()[0])
+        piv = np.array([any(a < e and s < b for s, e in pivots) for a, b in ts.offsets],
+                       dtype=bool) & ~first
+        for name, mask in (("first word", first), ("pivotal", piv), ("rest", ~first & ~piv)):
+            parts[name] += sign * float(ts.logprobs[mask].sum())
+    return parts
 
 
 def load_with_template(lang: str, template: dict) -> str:

@@ -112,6 +112,16 @@ def _blimp(phenomenon: str, name: str | None = None, description: str | None = N
                 _unflagged)
 
 
+def _require_known(family: str, rest: str, known: list[str]) -> None:
+    """Refuse a task name of ``family`` whose part after the colon is not in ``known``."""
+    if rest not in known:
+        close = difflib.get_close_matches(rest, known, n=3)
+        raise data.DataError(f"unknown {family} task {rest!r}; "
+                             + (f"did you mean {close}? " if close else "")
+                             + f"known: {known[:6]}{' ...' if len(known) > 6 else ''} "
+                             f"(`xcomps-study tasks` lists them)")
+
+
 def _grammar(name: str) -> Task:
     """The :class:`Task` of a CLAMS, TurBLiMP, SLING, RuBLiMP or MultiBLiMP task name (see
     :mod:`.grammar`)."""
@@ -134,11 +144,7 @@ def _grammar(name: str) -> Task:
     elif family in ("rublimp", "multiblimp"):
         known = (grammar.rublimp_phenomena() if family == "rublimp"
                  else list(grammar.MULTIBLIMP_LANGUAGES))
-        if rest not in known:
-            close = difflib.get_close_matches(rest, known, n=3)
-            raise data.DataError(f"unknown {family} task {rest!r}; "
-                                 + (f"did you mean {close}? " if close else "")
-                                 + f"known: {known[:6]}{' ...' if len(known) > 6 else ''}")
+        _require_known(family, rest, known)
         if family == "rublimp":
             files = (("rublimp", f"datasets/{rest}.csv"),)
             description = f"RuBLiMP {rest} (Russian)"
@@ -150,11 +156,7 @@ def _grammar(name: str) -> Task:
         loader = lambda data_dir=None, verify=True, **_: load(rest, data_dir, verify)  # noqa: E731
     else:
         known = grammar.turblimp_phenomena() if family == "turblimp" else grammar.sling_paradigms()
-        if rest not in known:
-            close = difflib.get_close_matches(rest, known, n=3)
-            raise data.DataError(f"unknown {family} task {rest!r}; "
-                                 + (f"did you mean {close}? " if close else "")
-                                 + f"known: {known[:6]} ... (`xcomps-study tasks` lists them)")
+        _require_known(family, rest, known)
         if family == "turblimp":
             files = (("turblimp", f"augmented_{rest}.csv"),)
             description = f"TurBLiMP {rest} (Turkish)"

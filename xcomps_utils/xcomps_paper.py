@@ -83,7 +83,8 @@ def english_advantage(scored: pd.DataFrame, correct: str = "direct_correct",
 
 
 def english_rank(scored: pd.DataFrame, correct: str = "direct_correct",
-                 item: str | list[str] = "property", **kw) -> ClaimTest:
+                 item: str | list[str] = "property", items: ClaimTest | None = None,
+                 **kw) -> ClaimTest:
     """*Models do well in English and decline in other languages* (He et al. 2025, §4.3.0.1),
     with the **language** as the unit: is English's accuracy above the other languages' more
     than a language picked at random would be?
@@ -98,12 +99,14 @@ def english_rank(scored: pd.DataFrame, correct: str = "direct_correct",
 
     Args:
         scored: as :func:`english_advantage`.
+        items: :func:`english_advantage` of the same data, when already computed (its interval
+            is the description shown; computed here otherwise).
         **kw: ``n_boot``, ``seed``, ``confidence`` (the descriptive interval).
 
     Raises:
         ValueError: no English pairs or no other language.
     """
-    items = english_advantage(scored, correct, item, **kw)
+    items = items if items is not None else english_advantage(scored, correct, item, **kw)
     d = decided_rows(scored, correct)
     acc = d.groupby("lang")[correct].mean()
     labels = pd.Series(acc.index == "en", index=acc.index, name="is English")
@@ -388,7 +391,7 @@ def claim_tests(scored: pd.DataFrame, probe_groups: pd.DataFrame | None = None,
             return out
         if "en" in set(sc["lang"]) and sc["lang"].nunique() > 1:
             out.append(english_advantage(sc, col, n_boot=n_boot, seed=seed))
-            out.append(english_rank(sc, col, n_boot=n_boot, seed=seed))
+            out.append(english_rank(sc, col, items=out[-1]))
         out.append(subtle_negatives_harder(sc, col, n_boot=n_boot, seed=seed))
         for fn in (morphology_trend, resource_trend):
             try:
