@@ -410,5 +410,77 @@ def test_correct_families_groups_by_scope_and_role_and_drops_undecidable():
     assert [t.claim for t in out] == [t.claim for t in tests]
     assert out[0].role == "confirmatory" and out[2].role == "exploratory"
     assert out[1].verdict == "cannot be decided" and out[0].family_size == 1   # Tarone
-    assert out[0].family == "BMLAMA 17, gemma: confirmatory"
+    assert out[0].family == "BMLAMA, primary claims (17, gemma)"
+    assert out[2].family == "BMLAMA, other claims (17, gemma)"
     assert out[0].verdict == correct([tests[0]], "x", "confirmatory")[0].verdict == "supported"
+
+
+# --- the chapter's glue: scored pairs, spread and noise, sizes, the claims of one scope -------
+
+def test_scored_pairs_joins_a_runs_measures_in_this_modules_columns():
+    pairs = pd.DataFrame({"lang": ["en"] * 3, "pair_id": ["0:0", "0:1", "0:3"], "fact": [0] * 3,
+                          "candidate": ["Rome", "Oslo", "Bern"], "candidate_index": [0, 1, 3],
+                          "gold_index": [2] * 3, "distractor_true": [False, True, False]})
+    rows = []
+    for pid, g, b in (("0:0", -10.0, -12.0), ("0:1", -10.0, -9.0), ("0:3", -10.0, -10.0)):
+        for m, v in (("logprob_good", g), ("logprob_bad", b), ("logprob_mean_good", g / 4),
+                     ("logprob_mean_bad", b / 4), ("n_tokens_good", 4), ("n_tokens_bad", 4),
+                     ("correct", float(g > b)), ("tie", float(g == b)), ("near_tie", 0.0),
+                     ("near_tie_tolerance", 1e-3)):
+            rows.append({"method": "direct", "lang": "en", "pair_id": pid, "order": "",
+                         "measure": m, "value": v})
+    s = B.scored_pairs(pd.DataFrame(rows), pairs)
+    assert list(s.candidate) == [0, 1, 3] and (s.gold_candidate == 2).all()
+    assert list(s.candidate_text) == ["Rome", "Oslo", "Bern"]
+    assert list(s.direct_decision) == ["right", "wrong", "tie"]
+    f = B.fact_table(s[~s.distractor_true])                 # the true distractor left out
+    assert f.loc[0, "top1_sum"] != f.loc[0, "top1_sum"] and f.loc[0, "pairwise_sum"] == 1.0
+    with pytest.raises(ValueError, match="Direct"):
+        B.scored_pairs(pd.DataFrame(rows).assign(method="meta"), pairs)
+
+
+def test_spread_and_noise_recovers_the_spread_between_languages_and_sizes_follow():
+    rng = np.random.default_rng(5)
+    true = rng.normal(0.3, 0.1, 400)                       # between-language sd 0.1
+    se = 0.08
+    obs = true + rng.normal(0, se, 400)
+    t = pd.DataFrame({"v": obs, "v_low": obs - 1.96 * se, "v_high": obs + 1.96 * se})
+    sn = B.spread_and_noise(t, "v", "v_low", "v_high")
+    assert abs(sn["mean_se"] - se) < 1e-5 and abs(sn["between_sd"] - 0.1) < 0.015
+    assert sn["observed_sd"] > sn["between_sd"]
+    # se 0.08 at 10 facts, half the spread (0.05) wanted: 10 * (0.08 / 0.05)^2 = 25.6 -> 26
+    assert B.facts_for_power(0.08, 10, 0.1) == 26
+    assert B.facts_for_power(0.01, 10, 0.1) == 1 and B.facts_for_power(0.1, 10, 0.0) == 10 ** 9
+    with pytest.raises(ValueError):
+        B.facts_for_power(0.1, 0, 0.1)
+
+
+def test_language_claims_name_what_they_leave_out_and_form_the_declared_families():
+    typ17 = _typology17()
+    rng = np.random.default_rng(2)
+    v = _values(typ17, rng, slope=0.2, sd=0.02)
+    tests, skipped = B.language_claims(v, typ17, "17, m", "beyond", n_perm=999)
+    assert [t.claim for t in tests] == ["resource_trend", "morphology_trend", "english_rank"]
+    assert {t.family for t in tests} == {"BMLAMA, primary claims (17, m)"}
+    assert tests[0].verdict == "supported" and skipped == []
+    assert tests[2].verdict == "cannot be decided"          # English's place: 1/17 > 0.025
+    # one tier only and no English: those claims are named, not tested, not an error
+    one = typ17.assign(resource_tier="medium").drop(index="en")
+    tests, skipped = B.language_claims(v.drop(index="en"), one, "17, m", "beyond", n_perm=999)
+    assert [t.claim for t in tests] == ["morphology_trend"]
+    assert len(skipped) == 2 and any("resource_trend" in s for s in skipped)
+    assert any("english_rank" in s for s in skipped)
+
+
+def test_power_table_reads_the_spread_and_prints_the_sizes():
+    rng = np.random.default_rng(9)
+    lang = [f"l{k}" for k in range(30)]
+    v = rng.normal(0.2, 0.1, 30)
+    t = pd.DataFrame({"pairwise_beyond": v, "pairwise_beyond_low": v - 0.098,
+                      "pairwise_beyond_high": v + 0.098}, index=lang)
+    p = B.power_table({"m": t}, 10, (17, 53))
+    assert list(p.languages) == [17, 53] and (p.facts_now == 10).all()
+    assert (p.mde_resource_slope.iloc[0] > p.mde_resource_slope.iloc[1])   # more languages
+    assert math.isinf(p.mde_english.iloc[0]) and p.mde_english.iloc[1] < 1
+    assert p.facts_needed.iloc[0] == B.facts_for_power(p.mean_se.iloc[0], 10,
+                                                        p.between_sd.iloc[0])

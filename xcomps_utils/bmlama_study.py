@@ -56,11 +56,11 @@ import pandas as pd
 from .claims import ALPHA, ClaimTest, bootstrap_means, correct, language_claim
 
 __all__ = ["REDUCTIONS", "TIER_ORDER", "TYPE_ORDER", "BMLAMA_SOURCE", "RANKC_SOURCE",
-           "pair_decisions", "fact_table", "language_table", "resource_trend",
+           "scored_pairs", "spread_and_noise", "facts_for_power", "pair_decisions", "fact_table", "language_table", "resource_trend",
            "morphology_trend", "english_rank", "methods_track", "mixed_model_slope",
            "minimum_detectable_effect", "rankc", "rankc_weights", "candidate_scores",
            "rankc_table", "rankc_null", "agreement_kappas", "consistency_follows",
-           "correct_families", "PRIMARY_CLAIMS"]
+           "correct_families", "language_claims", "power_table", "PRIMARY_CLAIMS"]
 
 #: the two reductions of a filled sentence's token log-probabilities: the sum (the project's
 #: Direct) and the per-token mean (the BMLAMA authors' ranking, ``1_easyrun/main.py``)
@@ -85,6 +85,92 @@ def _need(frame: pd.DataFrame, cols, what: str) -> None:
     missing = [c for c in cols if c not in frame]
     if missing:
         raise ValueError(f"{what} lack column(s) {missing} (have {list(frame.columns)})")
+
+
+def scored_pairs(measures: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """A Direct run's BMLAMA pairs in this module's columns: ``pairs`` (from
+    :func:`xcomps_utils.bmlama.load_bmlama`, :func:`~xcomps_utils.bmlama.control_pairs` or
+    :func:`xcomps_utils.tasks.sample` of their tasks) joined with the run's measures by
+    :func:`xcomps_utils.xcomps_paper.pair_table` (the one scored-pairs table every chapter reads),
+    with ``candidate`` the distractor's index, ``gold_candidate`` the gold's and
+    ``candidate_text`` the distractor itself.
+
+    Pairs whose distractor is also true (``distractor_true``: relations with several answers)
+    are kept and flagged; :func:`language_table` and the claims read the others (pass
+    ``scored[~scored.distractor_true]``), RankC every candidate (a ranking, not a decision).
+
+    Args:
+        measures: long results of :func:`xcomps_utils.methods.run` (Direct) on these pairs.
+        pairs: ``[n, BMLAMA_COLUMNS]``.
+
+    Returns:
+        ``[n, ...]``: one row per pair, ``direct_logprob_good``/``_bad`` (nats),
+        ``direct_logprob_mean_good``/``_bad`` (nats per token), ``direct_n_tokens_*``,
+        ``direct_near_tie_tolerance`` and ``direct_decision``.
+
+    Raises:
+        ValueError: pairs without the BMLAMA columns, or measures without Direct's.
+    """
+    from .xcomps_paper import pair_table
+
+    _need(pairs, ["lang", "fact", "candidate", "candidate_index", "gold_index"], "BMLAMA pairs")
+    out = pair_table(measures, pairs.drop(columns=["morphology", "resource_level"],
+                                          errors="ignore"))
+    _need(out, ["direct_logprob_good", "direct_logprob_bad"], "the run's measures (Direct)")
+    out = out.drop(columns=["morphology", "resource_level"], errors="ignore")
+    return out.rename(columns={"candidate": "candidate_text"}).rename(
+        columns={"candidate_index": "candidate", "gold_index": "gold_candidate"})
+
+
+def spread_and_noise(table: pd.DataFrame, value: str = "accuracy", low: str = "ci_low",
+                     high: str = "ci_high", confidence: float = 0.95) -> dict:
+    """How far apart the languages are against how precisely each is measured: the
+    between-language standard deviation of ``value`` with each language's sampling variance
+    removed (method of moments: ``var(values) - mean(se^2)``, floored at 0), and the mean
+    per-language standard error, read from the percentile intervals (``se = (high - low) /
+    (2 z)``).
+
+    Args:
+        table: :func:`language_table` output, one row per language.
+
+    Returns:
+        ``{"between_sd", "observed_sd", "mean_se", "n_languages"}`` (accuracy units).
+    """
+    from scipy import stats
+
+    _need(table, [value, low, high], "the language table")
+    d = table[[value, low, high]].dropna()
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    se = (d[high] - d[low]) / (2 * z)
+    obs = float(d[value].std(ddof=1)) if len(d) > 1 else math.nan
+    between = math.sqrt(max(obs ** 2 - float((se ** 2).mean()), 0.0)) if len(d) > 1 else math.nan
+    return {"between_sd": between, "observed_sd": obs, "mean_se": float(se.mean()),
+            "n_languages": len(d)}
+
+
+def facts_for_power(mean_se: float, n_facts: int, between_sd: float, ratio: float = 0.5
+                    ) -> int:
+    """Facts per language at which a language's sampling error is ``ratio`` times the spread
+    between languages (``se * sqrt(n_facts / F) <= ratio * between_sd``): the size at which a
+    language's place among the others is its own, not its sample's. The standard error shrinks
+    as ``1 / sqrt(F)`` because facts are resampled as independent units.
+
+    Args:
+        mean_se: the mean per-language standard error measured at ``n_facts`` facts.
+        between_sd: the spread between languages (:func:`spread_and_noise`).
+
+    Returns:
+        the number of facts (at least ``n_facts`` is not implied: a spread already far above the
+        noise returns fewer); a large sentinel (10**9) when ``between_sd`` is 0.
+
+    Raises:
+        ValueError: non-positive ``n_facts`` or ``ratio``.
+    """
+    if n_facts < 1 or ratio <= 0:
+        raise ValueError(f"n_facts and ratio must be positive; got {n_facts}, {ratio}")
+    if not between_sd > 0:
+        return 10 ** 9
+    return int(math.ceil(n_facts * (mean_se / (ratio * between_sd)) ** 2))
 
 
 def pair_decisions(pairs: pd.DataFrame, reduction: str = "sum", prefix: str = "direct"
@@ -184,7 +270,8 @@ def language_table(pairs: pd.DataFrame, control: pd.DataFrame | None = None,
         first), ``ci_low``, ``ci_high``, ``pairwise``, ``pairwise_low``, ``pairwise_high``,
         ``chance_exchangeable`` (1 / candidates), and with a control ``control_accuracy``,
         ``control_low``, ``control_high``, ``control_pairwise``, ``beyond``, ``beyond_low``,
-        ``beyond_high``, ``pairwise_beyond``.
+        ``beyond_high``, ``pairwise_beyond``, ``pairwise_beyond_low``, ``pairwise_beyond_high``
+        (both differences paired by fact).
     """
     facts = fact_table(pairs, prefix)
     ctl = fact_table(control, prefix) if control is not None else None
@@ -202,20 +289,20 @@ def language_table(pairs: pd.DataFrame, control: pd.DataFrame | None = None,
             row["control_accuracy"], row["control_low"], row["control_high"] = _boot_mean(
                 c, top, n_boot, seed, confidence)
             row["control_pairwise"] = float(c[pw].mean())
-            both = pd.concat([f[["fact", top]].assign(cond="real"),
-                              c[["fact", top]].assign(cond="control")]).dropna(subset=[top])
 
             def diff(m, levels):
                 if "real" not in levels or "control" not in levels:
                     return np.full(len(m), np.nan)
                 return m[:, levels.index("real")] - m[:, levels.index("control")]
-            if both["cond"].nunique() == 2 and both["fact"].nunique() >= 2:
-                est, lo, hi, _ = bootstrap_means(both, top, "fact", "cond", diff, n_boot, seed,
-                                                 confidence)
-            else:
-                est, lo, hi = math.nan, math.nan, math.nan
-            row["beyond"], row["beyond_low"], row["beyond_high"] = est, lo, hi
-            row["pairwise_beyond"] = row["pairwise"] - row["control_pairwise"]
+            for name, col in (("beyond", top), ("pairwise_beyond", pw)):
+                both = pd.concat([f[["fact", col]].assign(cond="real"),
+                                  c[["fact", col]].assign(cond="control")]).dropna(subset=[col])
+                if both["cond"].nunique() == 2 and both["fact"].nunique() >= 2:
+                    est, lo, hi, _ = bootstrap_means(both, col, "fact", "cond", diff, n_boot,
+                                                     seed, confidence)
+                else:
+                    est, lo, hi = math.nan, math.nan, math.nan
+                row[name], row[f"{name}_low"], row[f"{name}_high"] = est, lo, hi
         rows.append(row)
     return pd.DataFrame(rows).set_index("lang")
 
@@ -691,7 +778,77 @@ def correct_families(tests: list[ClaimTest], alpha: float = ALPHA) -> list[Claim
         groups.setdefault((t.scope, role), []).append(k)
     out: list[ClaimTest | None] = [None] * len(tests)
     for (scope, role), idx in groups.items():
-        name = f"BMLAMA{' ' + scope if scope else ''}: {role}"
-        for k, t in zip(idx, correct([tests[k] for k in idx], name, role, alpha)):
+        base = "BMLAMA, primary claims" if role == "confirmatory" else "BMLAMA, other claims"
+        for k, t in zip(idx, correct([tests[k] for k in idx],
+                                     f"{base} ({scope})" if scope else base, role, alpha)):
             out[k] = t
     return out
+
+
+def language_claims(table: pd.DataFrame, typology: pd.DataFrame, scope: str,
+                    value: str = "beyond", morphology: str = "paper_type",
+                    neuro: pd.Series | None = None, meta: pd.Series | None = None,
+                    n_perm: int = 9999, seed: int = 0) -> tuple[list[ClaimTest], list[str]]:
+    """The XCOMPS paper's language-level claims on one benchmark and model, decided at the
+    language unit and corrected in the chapter's families (:func:`correct_families`):
+    :func:`resource_trend`, :func:`morphology_trend` (``morphology``: the paper's types on its
+    17 languages, or a numeric index such as ``grambank_bound`` on 53), :func:`english_rank`,
+    and :func:`methods_track` of Direct against ``neuro`` / ``meta`` when given (per-language
+    scores, index: language).
+
+    A claim the languages at hand cannot test at all (one tier only, English absent, fewer than
+    three languages with both scores) is left out and named in the second list with why.
+
+    Returns:
+        ``(tests, skipped)``: the corrected tests, and one sentence per claim left out.
+    """
+    tests, skipped = [], []
+    acc = table[value]
+    steps = [("resource_trend", lambda: resource_trend(table, typology, value, n_perm=n_perm,
+                                                       seed=seed, scope=scope)),
+             ("morphology_trend", lambda: morphology_trend(table, typology, value, morphology,
+                                                           n_perm=n_perm, seed=seed,
+                                                           scope=scope)),
+             ("english_rank", lambda: english_rank(table, value, scope=scope))]
+    for name, other in (("direct_tracks_neuro", neuro), ("direct_tracks_meta", meta)):
+        if other is not None:
+            steps.append((name, lambda o=other, c=name: methods_track(
+                acc, o, typology, claim=c, names=("Direct", c.rsplit("_", 1)[1].capitalize()),
+                n_perm=n_perm, seed=seed, scope=scope)))
+    for name, make in steps:
+        try:
+            tests.append(make())
+        except ValueError as e:
+            skipped.append(f"{name} ({scope}): not tested: {e}")
+    return correct_families(tests), skipped
+
+
+def power_table(tables: dict[str, pd.DataFrame], n_facts: int, sizes=(17, 53),
+                value: str = "pairwise_beyond", ratio: float = 0.5) -> pd.DataFrame:
+    """What the language-level claims can detect, from the spread this run measured.
+
+    For each model (``tables``: model -> :func:`language_table`): the between-language spread
+    of ``value`` (accuracy beyond the control) and the mean per-language standard error
+    (:func:`spread_and_noise`), the facts per language at which that error is ``ratio`` times
+    the spread (:func:`facts_for_power`), and for ``n`` in ``sizes`` the minimum detectable
+    effects (80% power, two-sided 5%; :func:`minimum_detectable_effect`) of a resource trend
+    (accuracy per tier step), an English advantage over the others' mean (the rank test) and a
+    cross-language correlation (Direct ~ Neuro / Meta).
+
+    Returns:
+        one row per model x ``n``: ``between_sd``, ``mean_se``, ``facts_now``,
+        ``facts_needed``, ``mde_resource_slope``, ``mde_english``, ``mde_correlation``.
+    """
+    rows = []
+    for model, t in tables.items():
+        sn = spread_and_noise(t, value, f"{value}_low", f"{value}_high")
+        need = facts_for_power(sn["mean_se"], n_facts, sn["between_sd"], ratio)
+        # the spread a claim sees at the deciding size: true spread + the noise left there
+        sd = math.sqrt(sn["between_sd"] ** 2 + (ratio * sn["between_sd"]) ** 2)
+        for n in sizes:
+            rows.append({"model": model, "languages": n, "between_sd": sn["between_sd"],
+                         "mean_se": sn["mean_se"], "facts_now": n_facts, "facts_needed": need,
+                         "mde_resource_slope": minimum_detectable_effect(n, sd, "slope"),
+                         "mde_english": minimum_detectable_effect(n, sd, "rank"),
+                         "mde_correlation": minimum_detectable_effect(n, sd, "correlation")})
+    return pd.DataFrame(rows)

@@ -24,7 +24,7 @@ import pandas as pd
 from . import methods as _methods
 
 __all__ = ["Runner", "runner", "xcomps_languages", "wording_ids", "sample_notice", "percent_style", "paired_model_difference",
-           "probe_baselines", "XcompsSplit", "xcomps_split", "prior_shares"]
+           "probe_baselines", "XcompsSplit", "xcomps_split", "prior_shares", "BmlamaScores", "bmlama_scores"]
 
 
 def _run_settings() -> tuple[str, ...]:
@@ -283,3 +283,45 @@ def prior_shares(d: pd.DataFrame, languages: list[str], n_boot: int, seed: int =
     pooled.index = ["all"]
     return pd.concat([per, pooled])
 
+
+
+@dataclass
+class BmlamaScores:
+    """One BMLAMA benchmark scored by Direct (:func:`bmlama_scores`).
+
+    Attributes:
+        pairs, control: the sampled pairs and their control pairs (``[n, BMLAMA_COLUMNS]``).
+        scored, scored_control: model -> :func:`xcomps_utils.bmlama_study.scored_pairs` of each.
+        results: model -> the :class:`xcomps_utils.methods.Results` of the real pairs' run.
+    """
+
+    pairs: pd.DataFrame
+    control: pd.DataFrame
+    scored: dict = field(default_factory=dict)
+    scored_control: dict = field(default_factory=dict)
+    results: dict = field(default_factory=dict)
+
+
+def bmlama_scores(run: Runner, models: list[str], benchmark: str, languages: list[str],
+                  facts: int, seed: int = 0) -> BmlamaScores:
+    """Sample ``facts`` whole facts a language of ``benchmark`` (``bmlama17``/``bmlama53``; the
+    same facts in every language; as ``n_pairs = 9 * facts`` of the sweep files), their control
+    pairs (task ``<benchmark>_control:<lang>``), and run Direct on both for every model through
+    the chapter's runner (a run the store holds is read).
+
+    Raises:
+        DataError: an unknown language of the benchmark.
+    """
+    from . import bmlama_study, tasks
+
+    pairs = tasks.sample([f"{benchmark}:{lang}" for lang in languages], 9 * facts, seed)
+    control = tasks.sample([f"{benchmark}_control:{lang}" for lang in languages], 9 * facts,
+                           seed)
+    out = BmlamaScores(pairs, control)
+    for model in models:
+        res = run(model, pairs, "direct")
+        out.results[model] = res
+        out.scored[model] = bmlama_study.scored_pairs(res.measures, pairs)
+        out.scored_control[model] = bmlama_study.scored_pairs(
+            run(model, control, "direct").measures, control)
+    return out

@@ -690,7 +690,13 @@ FAMILIES = {f.name: f for f in (
     Family("across languages", "grammar_across_languages", "exploratory",
            {"construction_agreement": None, "grammar_tracks_concepts": None}),
     Family("pivot share per language", "grammar_across_languages", "exploratory",
-           {"pivot_carries_most": None}),
+           {"pivot_carries_most": None, "pivot_influence": _P}),
+    Family("BMLAMA, primary claims", "bmlama_languages", "confirmatory",
+           {"resource_trend": None, "morphology_trend": None, "english_rank": None,
+            "direct_tracks_neuro": None}),
+    Family("BMLAMA, other claims", "bmlama_languages", "exploratory",
+           {"direct_tracks_meta": None, "consistency_follows_family": None,
+            "consistency_follows_script": None}),
 )}
 
 

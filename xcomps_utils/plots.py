@@ -13,7 +13,8 @@ __all__ = ["plot_accuracy", "plot_delta_distribution", "plot_token_surprisal",
            "plot_normalized_by_category", "html_delta_view", "plot_heatmaps", "plot_probe_layers",
            "VERDICT_COLORS", "plot_claims", "plot_grammar_cells", "plot_grammar_cells_by_model",
            "plot_pivot_shares", "plot_pivot_shares_by_model", "plot_delta_parts",
-           "plot_prior_shares", "plot_kappa", "plot_reprobe"]
+           "plot_prior_shares", "plot_kappa", "plot_reprobe", "TIER_COLORS",
+           "plot_language_accuracy", "plot_language_typology", "plot_rankc"]
 
 
 def plot_accuracy(table: pd.DataFrame, model: str, label: str = "task", chance: float | None = 0.5,
@@ -440,4 +441,111 @@ def plot_reprobe(curves: dict[str, pd.DataFrame], lang: str, model: str):
     ax.set_xlabel("layer (0: embeddings)")
     ax.set_ylabel("balanced accuracy (chance 0.5)")
     ax.set_title(f"Neuro probe, {lang}: {' vs '.join(curves)}, {model}")
+    return fig
+
+
+#: resource tiers (urielplus) as colours, low to high
+TIER_COLORS = {"low": "#dd8452", "medium": "#4c72b0", "high": "#55a868"}
+
+
+def plot_language_accuracy(tables: dict[str, pd.DataFrame], typology: pd.DataFrame,
+                           title: str, measure: str = "pairwise"):
+    """One panel per model: each language's accuracy (filled dot, 95% interval resampling facts)
+    beside the control's (the same candidates in a frame with another subject: open circle), the
+    languages sorted by the first model's accuracy beyond the control and coloured by resource
+    tier; the y labels carry the facts behind each point.
+
+    Args:
+        tables: model -> :func:`xcomps_utils.bmlama_study.language_table` (index: language).
+        typology: :func:`xcomps_utils.typology.language_table` (``name``, ``resource_tier``).
+        measure: ``"pairwise"`` (share of gold-vs-distractor pairs won) or ``"accuracy"``
+            (top-1: the gold above every distractor).
+    """
+    value, low, high, ctl, beyond = {
+        "pairwise": ("pairwise", "pairwise_low", "pairwise_high", "control_pairwise",
+                     "pairwise_beyond"),
+        "accuracy": ("accuracy", "ci_low", "ci_high", "control_accuracy", "beyond")}[measure]
+    first = next(iter(tables.values()))
+    order = first[beyond if beyond in first else value].sort_values().index
+    n = len(order)
+    fig, axes = plt.subplots(1, len(tables), figsize=(4.2 * len(tables), 0.2 * n + 1.6),
+                             sharey=True, squeeze=False)
+    y = np.arange(n)
+    for ax, (model, t) in zip(axes[0], tables.items()):
+        t = t.reindex(order)
+        tiers = typology["resource_tier"].reindex(order).fillna("unknown")
+        colors = [TIER_COLORS.get(k, "0.5") for k in tiers]
+        ax.hlines(y, t[low], t[high], colors=colors, lw=1.5)
+        ax.scatter(t[value], y, c=colors, s=18, zorder=3)
+        if ctl in t:
+            ax.scatter(t[ctl], y, facecolors="none", edgecolors="0.35", s=18, zorder=3)
+        ax.set_xlim(0, 1)
+        ax.grid(axis="x", color="0.9")
+        ax.set_xlabel("pairwise accuracy (gold above a distractor)" if measure == "pairwise"
+                      else "top-1 accuracy (gold above every distractor)")
+        ax.set_title(model, fontsize=9)
+    labels = [f"{typology['name'].get(c, c)} ({c}, n={int(first.at[c, 'n_facts'])})"
+              for c in order]
+    axes[0][0].set_yticks(y, labels, fontsize=7)
+    for k, c in TIER_COLORS.items():
+        axes[0][-1].scatter([], [], color=c, s=18, label=f"{k} resource")
+    axes[0][-1].scatter([], [], facecolors="none", edgecolors="0.35", s=18,
+                        label="control (no fact)")
+    axes[0][-1].legend(fontsize=7, loc="lower right")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_language_typology(tables: dict[str, pd.DataFrame], typology: pd.DataFrame,
+                           title: str, value: str = "pairwise_beyond"):
+    """Accuracy beyond the control per language against its resource tier (left; jittered) and
+    its Grambank bound-inflection share (right: the morphology index), one colour per model, so
+    the trends the language-level claims test can be seen.
+
+    Args:
+        tables: model -> :func:`xcomps_utils.bmlama_study.language_table`.
+        typology: with ``resource_tier`` and ``grambank_bound``.
+    """
+    from .bmlama_study import TIER_ORDER
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(8, 3.4), sharey=True)
+    rng = np.random.default_rng(0)
+    for k, (model, t) in enumerate(tables.items()):
+        d = t[[value]].join(typology[["resource_tier", "grambank_bound"]], how="left")
+        x = d["resource_tier"].map(TIER_ORDER).astype(float)
+        c = f"C{k}"
+        a.scatter(x + rng.uniform(-0.12, 0.12, len(x)), d[value], s=14, color=c,
+                  label=f"{model} ({len(d)} languages)")
+        b.scatter(d["grambank_bound"], d[value], s=14, color=c)
+    a.set_xticks([0, 1, 2], ["low", "medium", "high"])
+    a.set_xlabel("resource tier (urielplus)")
+    a.set_ylabel(f"accuracy beyond the control\n({value}; accuracy units)")
+    b.set_xlabel("Grambank bound-inflection share (0-1)")
+    for ax in (a, b):
+        ax.axhline(0, color="0.5", lw=0.8, ls="--")
+        ax.grid(color="0.92")
+    a.legend(fontsize=7, loc="upper left")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_rankc(table: pd.DataFrame, title: str, value: str = "rankc_beyond"):
+    """RankC between language pairs (:func:`xcomps_utils.bmlama_study.rankc_table`) as a
+    symmetric heatmap of ``value`` (RankC minus its fact-shuffled chance level, by default)."""
+    langs = sorted(set(table["lang_a"]) | set(table["lang_b"]))
+    m = pd.DataFrame(np.nan, index=langs, columns=langs)
+    for _, r in table.iterrows():
+        m.at[r["lang_a"], r["lang_b"]] = m.at[r["lang_b"], r["lang_a"]] = r[value]
+    fig, ax = plt.subplots(figsize=(0.32 * len(langs) + 2.2, 0.32 * len(langs) + 1.2))
+    lim = float(np.nanmax(np.abs(m.to_numpy()))) if m.notna().any().any() else 1.0
+    im = ax.imshow(m.to_numpy(float), cmap="RdBu_r", vmin=-lim, vmax=lim)
+    ax.set_xticks(range(len(langs)), langs, fontsize=7, rotation=90)
+    ax.set_yticks(range(len(langs)), langs, fontsize=7)
+    fig.colorbar(im, ax=ax, shrink=0.8, label="RankC minus its chance level" if
+                 value == "rankc_beyond" else value)
+    n = int(table["n_facts"].iloc[0]) if len(table) else 0
+    ax.set_title(f"{title} ({n} facts scored in every language)", fontsize=9)
+    fig.tight_layout()
     return fig
