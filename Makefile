@@ -25,10 +25,12 @@ STORE ?= results
 
 # Smoke sizes: the same chapters and exercises, through the same papermill parameters, small
 # enough for CI (a few minutes on 2 CPU cores). Values are YAML (papermill -y).
+SMOKE_bmlama_languages = -y '{models: [smollm2-135m-instruct], languages17: [en, fr, vi, zh, ja], languages53: [en, de, fr, vi, zh]}' \
+  -p facts17 2 -p facts53 2 -p n_boot 200 -p n_perm 999 -p store $(STORE)
 SMOKE_direct_scoring = -p n_pairs 6 -p store $(STORE) -p compare_model smollm2-135m-instruct
 SMOKE_first_token = -p convention_pairs 12 -p store $(STORE)
 SMOKE_grammar_across_languages = -p items_per_task 2 -p neuro_pairs_per_language 6 -p n_boot 200 \
-  -y '{clams_languages: [en, he], constructions: [simple_agrmt, prep_anim], turblimp: [binding], sling: [zai_le], blimp: [regular_plural_subject_verb_agreement_1], neuro_languages: [en, he], xcomps_languages: [en, de, zh]}' \
+  -y '{clams_languages: [en, he], constructions: [simple_agrmt, prep_anim], turblimp: [binding], sling: [zai_le], blimp: [regular_plural_subject_verb_agreement_1], rublimp: [np_agreement_case], multiblimp: [eng, ell], neuro_languages: [en, he], xcomps_languages: [en, de, zh]}' \
   -p xcomps_items 2 -p store $(STORE)
 SMOKE_reproducibility =
 SMOKE_token_perplexity_method = -p store $(STORE)
@@ -46,9 +48,11 @@ SMOKE_DIR := build/smoke
 # Publish sizes (make publish): the sizes the results pages name as deciding, for the deployed
 # book. Every run goes through the results store ($(STORE), results/ by default), so an interrupted
 # `make publish` goes on from the runs and shards it holds, and a second one computes nothing new.
+PUBLISH_bmlama_languages = -p facts17 40 -p facts53 20 -p store $(STORE)
 PUBLISH_direct_scoring = -p n_pairs 1000 -p store $(STORE)
 PUBLISH_first_token = -p convention_pairs 1000 -p store $(STORE)
 PUBLISH_grammar_across_languages = -p items_per_task 200 -p neuro_pairs_per_language 200 \
+  -y '{constructions: [simple_agrmt, vp_coord, long_vp_coord, prep_anim, subj_rel, obj_rel_across_anim, obj_rel_within_anim], turblimp: [anaphor_agreement, argument_structure_transitive, binding, determiners, subject_verb_agreement, suspended_affixation], sling: [zai_le, cl_simple_noun, self_male, any, rc_resumptive_noun, bare_wh], blimp: [regular_plural_subject_verb_agreement_1, distractor_agreement_relative_clause], rublimp: [noun_subj_predicate_agreement_number, subj_predicate_agreement_number_attractor, adposition_government, np_agreement_case, anaphor_agreement_gender, negative_concord]}' \
   -p neuro_splits 5 -p xcomps_items None -p n_boot 2000 -p store $(STORE)
 PUBLISH_reproducibility =
 PUBLISH_token_perplexity_method = -p store $(STORE)
@@ -59,9 +63,10 @@ PUBLISH_xcomps_token_level = -p items_per_language None -p n_boot 2000 -p store 
 PUBLISH_xcomps_token_level_agreement = -p items_per_language None -p n_boot 2000 -p store $(STORE)
 
 # What each chapter computes (the progress line of make book / smoke / publish).
+DESC_bmlama_languages = Direct on BMLAMA-17 and -53 facts and their control frames, 2 models; typology; language-level claims
 DESC_direct_scoring = Direct scoring of BLiMP, CrowS-pairs and DUST pairs, 2 models
 DESC_first_token = Direct scoring of one BLiMP task under 3 first-token conventions
-DESC_grammar_across_languages = Direct, pivot share and Neuro on CLAMS (5 languages), TurBLiMP, SLING and BLiMP, 2 models
+DESC_grammar_across_languages = Direct (sum, mean, per byte), pivot share and Neuro on CLAMS (5 languages), TurBLiMP, SLING, RuBLiMP, MultiBLiMP (4 languages) and BLiMP, 2 models
 DESC_reproducibility = build environment, data checksums, the command line twice on 5 pairs
 DESC_token_perplexity_method = token-level perplexity of one pair by hand (4 wordings x 2 orders)
 DESC_token_perplexity_results = token-level perplexity of 5 tasks x 8 prompt pairs per item, bootstrap claims

@@ -307,7 +307,9 @@ def test_planted_pivotal_share():
 
 @pytest.mark.parametrize("names", [["clams:he:simple_agrmt", "clams:ru:vp_coord",
                                     "sling:zai_le", "sling:cl_comp_noun",
-                                    "turblimp:passives", "clams:de:prep_anim"]])
+                                    "turblimp:passives", "clams:de:prep_anim"],
+                                   ["rublimp:np_agreement_case", "multiblimp:ell",
+                                    "multiblimp:tur", "multiblimp:nld"]])
 def test_decomposition_sums_to_the_total_in_every_script(lm, names):
     from xcomps_utils.methods import run
 
@@ -323,6 +325,11 @@ def test_decomposition_sums_to_the_total_in_every_script(lm, names):
                                                             else direct["delta"]), atol=1e-6)
     assert (d["pivot_good"].str.len() > 0).all()
     assert d["plain_pivot_s"].between(0, 1).all()
+    assert d["tok_share_pivot_s"].dropna().between(0, 1).all()
+    assert d["influence_pivot_s"].dropna().between(-0.5, 0.5).all()
+    if d["family"].isin(["RuBLiMP", "MultiBLiMP"]).all():  # the marked word is the pivot
+        assert (d["pivot_source"] == "cue").mean() > 0.9
+        assert d["tok_share_pivot_s"].notna().all()
 
 
 def test_accuracy_cells_and_claims_on_planted_cells():

@@ -778,9 +778,11 @@ def correct_families(tests: list[ClaimTest], alpha: float = ALPHA) -> list[Claim
         groups.setdefault((t.scope, role), []).append(k)
     out: list[ClaimTest | None] = [None] * len(tests)
     for (scope, role), idx in groups.items():
-        base = "BMLAMA, primary claims" if role == "confirmatory" else "BMLAMA, other claims"
-        for k, t in zip(idx, correct([tests[k] for k in idx],
-                                     f"{base} ({scope})" if scope else base, role, alpha)):
+        group = [tests[k] for k in idx]
+        fam = (correct(group, f"BMLAMA, primary claims ({scope})", role, alpha)
+               if role == "confirmatory" else
+               correct(group, f"BMLAMA, other claims ({scope})", role, alpha))
+        for k, t in zip(idx, fam):
             out[k] = t
     return out
 

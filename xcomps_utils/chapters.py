@@ -24,7 +24,7 @@ import pandas as pd
 from . import methods as _methods
 
 __all__ = ["Runner", "runner", "xcomps_languages", "wording_ids", "sample_notice", "percent_style", "paired_model_difference",
-           "probe_baselines", "XcompsSplit", "xcomps_split", "prior_shares", "BmlamaScores", "bmlama_scores"]
+           "probe_baselines", "XcompsSplit", "xcomps_split", "prior_shares", "BmlamaScores", "bmlama_scores", "bmlama_cost"]
 
 
 def _run_settings() -> tuple[str, ...]:
@@ -292,7 +292,8 @@ class BmlamaScores:
     Attributes:
         pairs, control: the sampled pairs and their control pairs (``[n, BMLAMA_COLUMNS]``).
         scored, scored_control: model -> :func:`xcomps_utils.bmlama_study.scored_pairs` of each.
-        results: model -> the :class:`xcomps_utils.methods.Results` of the real pairs' run.
+        results, control_results: model -> the :class:`xcomps_utils.methods.Results` of the
+            real pairs' run and of the control's.
     """
 
     pairs: pd.DataFrame
@@ -300,6 +301,7 @@ class BmlamaScores:
     scored: dict = field(default_factory=dict)
     scored_control: dict = field(default_factory=dict)
     results: dict = field(default_factory=dict)
+    control_results: dict = field(default_factory=dict)
 
 
 def bmlama_scores(run: Runner, models: list[str], benchmark: str, languages: list[str],
@@ -322,6 +324,35 @@ def bmlama_scores(run: Runner, models: list[str], benchmark: str, languages: lis
         res = run(model, pairs, "direct")
         out.results[model] = res
         out.scored[model] = bmlama_study.scored_pairs(res.measures, pairs)
+        out.control_results[model] = run(model, control, "direct")
         out.scored_control[model] = bmlama_study.scored_pairs(
-            run(model, control, "direct").measures, control)
+            out.control_results[model].measures, control)
     return out
+
+
+def bmlama_cost(scores: dict[str, BmlamaScores], facts_at: dict[str, int]) -> pd.DataFrame:
+    """What the BMLAMA runs cost where they were computed, and what another size would: per
+    benchmark and model, the pairs (real + control), the compute seconds the store recorded,
+    pairs per second, and the minutes ``facts_at[benchmark]`` facts a language would take at
+    that rate (9 pairs a fact, real and control).
+
+    Args:
+        scores: benchmark -> :func:`bmlama_scores`.
+
+    Returns:
+        one row per benchmark x model (seconds NaN where a run did not record them).
+    """
+    rows = []
+    for b, s in scores.items():
+        n_lang = s.pairs["lang"].nunique()
+        for model, res in s.results.items():
+            secs = [*res.compute_seconds().values(),
+                    *s.control_results[model].compute_seconds().values()]
+            sec = float("nan") if None in secs else float(sum(secs))
+            n = len(s.pairs) + len(s.control)
+            rate = n / sec if sec > 0 else float("nan")
+            rows.append({"benchmark": b, "model": model, "languages": n_lang, "pairs": n,
+                         "compute_s": sec, "pairs_per_s": rate,
+                         "facts_at": facts_at[b],
+                         "minutes_at": 2 * 9 * facts_at[b] * n_lang / rate / 60})
+    return pd.DataFrame(rows)
