@@ -481,6 +481,10 @@ def test_power_table_reads_the_spread_and_prints_the_sizes():
     p = B.power_table({"m": t}, 10, (17, 53))
     assert list(p.languages) == [17, 53] and (p.facts_now == 10).all()
     assert (p.mde_resource_slope.iloc[0] > p.mde_resource_slope.iloc[1])   # more languages
-    assert math.isinf(p.mde_english.iloc[0]) and p.mde_english.iloc[1] < 1
+    assert math.isinf(p.mde_english.iloc[0]) and math.isinf(p.mde_english_alone.iloc[0])
+    # 53 languages: decidable as a family of its own, not at the level of a family of three
+    assert math.isinf(p.mde_english.iloc[1]) and p.mde_english_alone.iloc[1] < 1
+    alone = B.power_table({"m": t}, 10, (53,), family_size=1)
+    assert alone.mde_english.iloc[0] == pytest.approx(p.mde_english_alone.iloc[1])
     assert p.facts_needed.iloc[0] == B.facts_for_power(p.mean_se.iloc[0], 10,
                                                         p.between_sd.iloc[0])

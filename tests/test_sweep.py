@@ -84,7 +84,7 @@ def reference(lm, pairs, tmp_path_factory):
     ({"modles": ["x"]}, r"modles: unknown field \(did you mean 'models'\?\); allowed: store, "
                         r"models, methods"),
     ({"data": [{"tasks": ["blimp_anaphor"]}], "methods": ["meta"]},
-     r"methods: a pair set of tasks cannot run meta: Meta needs XCOMPS pairs .*; allowed: "
+     r"methods: a pair set of tasks cannot run meta: Meta needs XCOMPS or BMLAMA pairs .*; allowed: "
      r"direct, neuro, token_ppl"),
     ({"data": [{"languages": ["en", "xx"]}]}, r"data\[0\]\.languages\[1\]: unknown value 'xx'; "
                                               r"allowed: en, de, fr"),
@@ -107,6 +107,12 @@ def test_sweep_file_errors_name_file_field_and_what_is_allowed(tmp_path, fields,
     with pytest.raises(SW.SweepError, match=message) as err:
         SW.load_sweep(path)
     assert str(err.value).startswith(f"{path}: ")
+
+
+def test_meta_runs_on_bmlama_tasks_in_a_sweep_file(tmp_path):
+    s = SW.load_sweep(_file(tmp_path, data=[{"tasks": ["bmlama17:vi", "bmlama53:de"],
+                                          "n_pairs": 18}], methods=["direct", "meta"]))
+    assert s.methods == ["direct", "meta"]
 
 
 def test_yaml_syntax_error_names_the_line(tmp_path):

@@ -26,6 +26,7 @@ character span. Columns: :data:`xcomps_utils.data.PAIR_COLUMNS` and
 ``gold``          the gold answer; ``candidate`` the distractor in ``bad``
 ``gold_index``    the gold's index in the candidate list; ``candidate_index`` the distractor's
 ``n_candidates``  candidates of the row (the gold's rank among them needs the fact's pairs)
+``candidates``    the row's candidate list, in the file's order (what Meta's question lists)
 ``distractor_true``  the distractor is the gold of another row with the same prompt (relations with
                   several true answers: the official languages of NATO): a pair whose ``bad`` is
                   also true
@@ -69,7 +70,8 @@ _HEADERS = (["Prompt", "Ans", "Candidate Ans", "Subject"],
             ["Prompt", "Ans", "Candidate", "Ans", "Subject"])  # the second: BMLAMA17/zh.tsv
 _FIELDS = ("Prompt", "Ans", "Candidate Ans", "Subject")
 _EXTRA_COLUMNS = ["lang", "item", "fact", "relation", "prompt", "subject", "template", "gold",
-                  "candidate", "gold_index", "candidate_index", "n_candidates", "distractor_true"]
+                  "candidate", "gold_index", "candidate_index", "n_candidates", "distractor_true",
+                  "candidates"]
 BMLAMA_COLUMNS = data.PAIR_COLUMNS + _EXTRA_COLUMNS
 
 
@@ -202,7 +204,7 @@ def _pairs(facts: pd.DataFrame, benchmark: str, lang: str, task: str) -> pd.Data
                          ("fact", fact), ("relation", relation), ("prompt", prompt),
                          ("subject", subject), ("template", template), ("gold", gold),
                          ("candidate", cand), ("gold_index", g), ("candidate_index", j),
-                         ("n_candidates", len(cands)),
+                         ("n_candidates", len(cands)), ("candidates", cands),
                          ("distractor_true", cand != gold and cand in golds[prompt])):
                 cols[c].append(v)
     df = pd.DataFrame(cols)
@@ -266,20 +268,26 @@ def control_pairs(pairs: pd.DataFrame, seed: int = 0, data_dir=None) -> pd.DataF
         for fact, (template, *_) in rec.items():
             if template:
                 by_template.setdefault(template, []).append(fact)
+        # each template's facts, subjects and golds as arrays (in file order): a fact's donors
+        # are a mask over them, not a scan of the file
+        arrays = {t: (np.array(fs), np.array([rec[d][1] for d in fs], dtype=object),
+                      np.array([rec[d][2] for d in fs], dtype=object))
+                  for t, fs in by_template.items()}
         chosen = {}
         for fact in pd.unique(sub["fact"]).tolist():
             template, subject, _, cands = rec[fact]
             if not template:
                 excluded["subject_not_in_prompt"] += 1
                 continue
-            pool = [d for d in by_template[template] if rec[d][1] != subject]
-            if not pool:
+            fs, subjects, golds = arrays[template]
+            pool = subjects != subject
+            if not pool.any():
                 excluded["no_donor"] += 1
                 continue
-            clean = [d for d in pool if rec[d][2] not in cands]
-            pick = clean or pool
-            d = pick[int(np.random.default_rng([seed, fact]).integers(len(pick)))]
-            chosen[fact] = (d, rec[d][1], not clean)
+            clean = pool & ~np.isin(golds, np.array(cands, dtype=object))
+            pick = fs[clean] if clean.any() else fs[pool]
+            d = int(pick[int(np.random.default_rng([seed, fact]).integers(len(pick)))])
+            chosen[fact] = (d, rec[d][1], not clean.any())
         keep = sub[sub["fact"].isin(list(chosen))].copy()
         picks = [chosen[f] for f in keep["fact"].tolist()]
         frames = [t.replace(SUBJECT, c[1]) for t, c in zip(keep["template"].tolist(), picks)]

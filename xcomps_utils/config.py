@@ -22,7 +22,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, mo
 
 __all__ = ["Method", "METHODS", "DTYPES", "EXECUTORS", "SOURCES", "bos_policies", "Invalid",
            "validate", "nested", "integer", "number", "typed", "choice", "names", "RunParameters", "Ray", "Languages", "Tasks",
-           "pair_set", "pair_sets", "MetaTemplate"]
+           "pair_set", "pair_sets", "MetaTemplate", "BmlamaMetaTemplate"]
 
 
 @dataclass(frozen=True)
@@ -33,14 +33,20 @@ class Method:
         shard_size: default pairs per shard (the unit of resuming).
         uses: the pair columns it reads beyond the identifiers (they enter the run key's
             ``pairs_sha256``, in this order).
-        needs: ``"xcomps"`` (XCOMPS pairs only), ``"tasks"`` (not XCOMPS) or ``""``.
+        needs: ``"xcomps"`` (XCOMPS pairs, or the tasks of ``task_prefixes``), ``"tasks"`` (not
+            XCOMPS) or ``""``.
         why: the reason for ``needs``, in words (for the error message).
+        task_prefixes: with ``needs="xcomps"``, the registry's task names (by prefix) whose
+            pairs it also runs on (the command line's ``--task``, a sweep's ``tasks``).
         parameters: the :class:`RunParameters` fields that enter its run key.
         fingerprints: ``(key, "module:function")``: a function of the package returning the
             SHA-256 of a file the method reads (prompt templates), entered into the key.
         protocol: fixed descriptions of what it computes, entered into the key (a new protocol,
             new runs).
         bos_policy: whether it follows the run's ``bos_policy`` (else always ``"bos"``).
+        pair_fingerprints: ``(column, key, "module:function")``: like ``fingerprints``, entered
+            into the key only for pairs that have ``column`` (a file only those pairs read:
+            Meta's BMLAMA templates), so the keys of other pairs stay what they were.
     """
 
     shard_size: int
@@ -51,17 +57,29 @@ class Method:
     fingerprints: tuple[tuple[str, str], ...] = ()
     protocol: tuple[tuple[str, str], ...] = ()
     bos_policy: bool = False
+    pair_fingerprints: tuple[tuple[str, str, str], ...] = ()
+    task_prefixes: tuple[str, ...] = ("xcomps:",)
 
 
 #: The methods (the computation of one shard of each is ``xcomps_utils.methods.SHARD[name]``).
 METHODS: dict[str, Method] = {
     "direct": Method(1000, ("good", "bad"), bos_policy=True),
+    # XCOMPS pairs read the first seven columns, BMLAMA pairs good, bad and the last four
+    # (a column the pairs lack is not in the key: XCOMPS keys are what they were)
     "meta": Method(500, ("good", "bad", "property_phrase", "acceptable_concept",
-                         "unacceptable_concept", "prefix_acceptable", "prefix_unacceptable"),
-                   "xcomps", "Meta needs XCOMPS pairs", parameters=("use_chat_template",),
-                   fingerprints=(("templates_sha256", "xcomps_utils.meta:meta_templates_sha256"),)),
+                         "unacceptable_concept", "prefix_acceptable", "prefix_unacceptable",
+                         "prompt", "gold", "candidate", "candidates"),
+                   "xcomps", "Meta needs XCOMPS or BMLAMA pairs (its question names a "
+                             "concept's property or a fact's candidates)",
+                   task_prefixes=("xcomps:", "bmlama17:", "bmlama53:"),
+                   parameters=("use_chat_template",),
+                   fingerprints=(("templates_sha256", "xcomps_utils.meta:meta_templates_sha256"),),
+                   pair_fingerprints=(("candidates", "bmlama_templates_sha256",
+                                       "xcomps_utils.meta:bmlama_meta_templates_sha256"),)),
+    # BMLAMA pairs add prompt and distractor_true (the probe's item, the pairs left out; see
+    # xcomps_utils.methods.probes); other pairs lack them, so their keys are what they were
     "neuro": Method(1000, ("good", "bad", "property", "acceptable_concept",
-                           "unacceptable_concept"),
+                           "unacceptable_concept", "prompt", "distractor_true"),
                     parameters=("probe_by", "n_splits", "inner_splits", "seed"),
                     protocol=(("protocol", "item-whole concept-disjoint folds (training purged of "
                                            "test concepts), nested layer choice, standardised ridge "
@@ -406,3 +424,19 @@ class MetaTemplate(BaseModel):
         if extra:
             raise Invalid(f"unknown field(s) {extra} (allowed: {fields})")
         return t
+
+
+# --- Meta templates for BMLAMA (data/bmlama_meta_templates.json) -------------------------------
+
+class BmlamaMetaTemplate(Strict):
+    """One language's Meta template for BMLAMA facts (see
+    :func:`xcomps_utils.meta.load_bmlama_meta_templates`); the loader checks the placeholders
+    after these types."""
+
+    question: Text
+    answer: Text
+    space: Annotated[bool, _of(bool)]
+    separator: Annotated[str, _of(str)]
+    blank: Text
+    source: Text
+    review: Text

@@ -18,6 +18,32 @@ space separates cue and answer, and the option rule (which determiners may stand
 concept in a sentence's subject prefix, how its sentence-initial capital is undone). Each names
 its source and review status; all are the project's own wording, not reviewed by native
 speakers (the XCOMPS paper's Figure 2 prompts are not in the stored paper text).
+
+**BMLAMA facts** (tasks ``bmlama17:<lang>``, ``bmlama53:<lang>``; :mod:`xcomps_utils.bmlama`)
+get a question of their own that lists *all* of the fact's candidates, the fact's prompt shown
+with a blank for ``<mask>``; each candidate is scored as the answer::
+
+    Question: Which option fills the blank in this sentence: "William Thomson, 1st Baron Kelvin
+    was born in ___."? Options: Moscow, Geneva, Madrid, ..., Belfast.
+    Answer: Belfast        <- log p(" Belfast" | prompt)   vs   log p(" Moscow" | prompt) ...
+
+Why all candidates rather than gold vs one distractor: BMLAMA asks which of a fact's 2 to 10
+candidates is true (its score is the gold's rank among them), and Direct's pairs of a fact hold
+that rank; a question with the whole list keeps the same task, and a fact costs two prompts
+instead of two per distractor. The list is given in the file's order and reversed (``order`` 0
+and 1), and each answer's log-probability is averaged over the two, so every candidate's mean
+position in the list is the same, ``(k - 1) / 2`` (the first-order position bias cancels, as
+with XCOMPS' two orders). A pair's ``good`` answer is the gold, its ``bad`` the pair's
+distractor, both continuations of the same prompt; so the per-pair measures are those of the
+XCOMPS Meta, and a fact is answered right when all its pairs are. As in Direct, a longer
+candidate pays for its extra tokens; pairs with ``distractor_true`` have two true options.
+
+The templates are ``data/bmlama_meta_templates.json`` (:func:`load_bmlama_meta_templates`),
+for the 17 BMLAMA-17 languages (ar ca el en es fa fr he hu ja ko nl ru tr uk vi zh) and de, it,
+pt of BMLAMA-53; another language is refused before any model loads, naming those that have one
+(:func:`check_bmlama_languages`). The answer cues are those of ``meta_templates.json``; the
+wording is the project's own and **no template was reviewed by a native speaker**. The file's
+SHA-256 enters the run key of BMLAMA Meta runs only (XCOMPS run keys are unchanged).
 """
 
 from __future__ import annotations
@@ -38,9 +64,18 @@ from .scoring import continuation_scores
 
 __all__ = ["TEMPLATE_FIELDS", "PLACEHOLDERS", "LOWERCASE_RULES", "meta_templates_file",
            "load_meta_templates", "meta_templates_sha256", "meta_template_table", "option_text",
-           "build_meta_prompts", "score_meta", "meta_template"]
+           "build_meta_prompts", "score_meta", "meta_template", "META_COLUMNS",
+           "BMLAMA_META_COLUMNS", "bmlama_meta_templates_file", "load_bmlama_meta_templates",
+           "bmlama_meta_templates_sha256", "check_bmlama_languages", "build_bmlama_prompts",
+           "bmlama_rows"]
 
-from .config import Invalid, MetaTemplate, nested  # noqa: E402 - the template's declaration
+from .config import BmlamaMetaTemplate, Invalid, MetaTemplate, nested  # noqa: E402
+
+#: The columns Meta reads of XCOMPS pairs (besides ``good``, ``bad``).
+META_COLUMNS = ("property_phrase", "acceptable_concept", "unacceptable_concept",
+                "prefix_acceptable", "prefix_unacceptable")
+#: The columns Meta reads of BMLAMA pairs (:func:`xcomps_utils.bmlama.load_bmlama`).
+BMLAMA_META_COLUMNS = ("prompt", "gold", "candidate", "candidates")
 
 #: Fields of a template (their types: :class:`xcomps_utils.config.MetaTemplate`).
 TEMPLATE_FIELDS = tuple(MetaTemplate.model_fields)
@@ -247,12 +282,22 @@ def meta_template(lang: str, path=None) -> dict:
 def build_meta_prompts(pairs: pd.DataFrame, use_chat_template: bool = False,
                        tokenizer=None) -> pd.DataFrame:
     """Two prompts per pair (``order`` 0: acceptable option first, 1: second) with the context
-    and the two answer continuations (``answer_good``, ``answer_bad``).
+    and the two answer continuations (``answer_good``, ``answer_bad``). BMLAMA pairs (with
+    :data:`BMLAMA_META_COLUMNS`, without XCOMPS' :data:`META_COLUMNS`) get
+    :func:`build_bmlama_prompts`.
 
     Raises:
         DataError: no template for a language, or an invalid template file (see
             :func:`load_meta_templates`); ValueError: chat template requested but missing.
     """
+    bm = bmlama_rows(pairs)
+    if bm.any():  # BMLAMA rows (all, or those of a frame concatenated with XCOMPS pairs)
+        parts = [build_bmlama_prompts(pairs[bm], use_chat_template, tokenizer)]
+        if not bm.all():
+            parts.append(build_meta_prompts(pairs[~bm], use_chat_template, tokenizer))
+        for part, rows in zip(parts, (np.flatnonzero(bm), np.flatnonzero(~bm))):
+            part["pair"] = rows[part["pair"].to_numpy()]
+        return pd.concat(parts).sort_values(["pair", "order"]).reset_index(drop=True)
     rows = []
     templates = {lang: meta_template(lang) for lang in pairs["lang"].unique()}
     for i, r in enumerate(pairs.itertuples(index=False)):
@@ -273,7 +318,8 @@ def build_meta_prompts(pairs: pd.DataFrame, use_chat_template: bool = False,
 
 
 def score_meta(lm, pairs: pd.DataFrame, use_chat_template: bool = False, **kwargs) -> pd.DataFrame:
-    """The Meta method on XCOMPS pairs (from :func:`xcomps_utils.xcomps.load_xcomps`).
+    """The Meta method on XCOMPS pairs (from :func:`xcomps_utils.xcomps.load_xcomps`) or BMLAMA
+    pairs (:func:`xcomps_utils.bmlama.load_bmlama`; prompts of :func:`build_bmlama_prompts`).
 
     Each prompt is computed once for its two answers (shared prefix, see
     :func:`xcomps_utils.scoring.continuation_scores`, which takes the keyword arguments:
@@ -288,10 +334,14 @@ def score_meta(lm, pairs: pd.DataFrame, use_chat_template: bool = False, **kwarg
     prompts = build_meta_prompts(pairs, use_chat_template, lm.tokenizer)
     contexts = list(prompts["context"]) * 2
     answers = list(prompts["answer_good"]) + list(prompts["answer_bad"])
-    scores = continuation_scores(lm, contexts, answers, **kwargs)
+    # each (prompt, answer) once: a BMLAMA fact's gold answers every pair of the fact
+    unique = list(dict.fromkeys(zip(contexts, answers)))
+    scores = dict(zip(unique, continuation_scores(lm, [c for c, _ in unique],
+                                                  [a for _, a in unique], **kwargs)))
+    totals = [scores[k].total for k in zip(contexts, answers)]
     n = len(prompts)
-    prompts["lp_good"] = [s.total for s in scores[:n]]
-    prompts["lp_bad"] = [s.total for s in scores[n:]]
+    prompts["lp_good"] = totals[:n]
+    prompts["lp_bad"] = totals[n:]
     out = pairs.copy()
     for order in (0, 1):
         sel = prompts[prompts["order"] == order].set_index("pair")
@@ -305,3 +355,135 @@ def score_meta(lm, pairs: pd.DataFrame, use_chat_template: bool = False, **kwarg
     out["meta_mass"] = np.mean([np.exp(out[f"meta_good_{o}"]) + np.exp(out[f"meta_bad_{o}"])
                                 for o in (0, 1)], axis=0)
     return out
+
+
+# --- BMLAMA --------------------------------------------------------------------------------------
+
+#: The placeholders of a BMLAMA question, each exactly once.
+BMLAMA_PLACEHOLDERS = ("statement", "options")
+
+
+def bmlama_meta_templates_file() -> Path:
+    """``data/bmlama_meta_templates.json``."""
+    return resources_dir() / "bmlama_meta_templates.json"
+
+
+def bmlama_meta_templates_sha256(path=None) -> str:
+    """SHA-256 of the BMLAMA template file (in the key of BMLAMA Meta runs)."""
+    return hashlib.sha256(Path(path or bmlama_meta_templates_file()).read_bytes()).hexdigest()
+
+
+@functools.lru_cache(maxsize=4)
+def _load_bmlama(path: str, mtime: float) -> dict:
+    from .bmlama import languages
+
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise DataError(f"no BMLAMA Meta template file {path}") from exc
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: malformed JSON at line {exc.lineno} ({exc.msg})") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("templates"), dict):
+        raise DataError(f"{path}: expected an object with a 'templates' object "
+                        f"(language code -> template)")
+    known = set(languages("bmlama17")) | set(languages("bmlama53"))
+    for lang, t in data["templates"].items():
+        where = f"{path}, language {lang!r}"
+        if lang not in known:
+            raise DataError(f"{where}: not a BMLAMA language ({sorted(known)})")
+        try:
+            nested(BmlamaMetaTemplate, t)
+        except Invalid as err:
+            raise DataError(f"{where}, field {err.field!r}: {err.problem}" if err.field
+                            else f"{where}: {err.problem}") from None
+        try:
+            parsed = list(string.Formatter().parse(t["question"]))
+        except ValueError as exc:
+            raise DataError(f"{where}, field 'question': stray brace ({exc})") from exc
+        names = sorted(n for _, n, _, _ in parsed if n is not None)
+        if names != sorted(BMLAMA_PLACEHOLDERS) or any(_braces(lit) for lit, *_ in parsed):
+            raise DataError(f"{where}, field 'question': placeholders {names}, expected exactly "
+                            f"{{statement}} and {{options}}, each once, and no other brace")
+        for field in ("answer", "separator", "blank"):
+            if _braces(t[field]):
+                raise DataError(f"{where}, field {field!r}: stray brace in {t[field]!r}")
+        if not t["separator"]:
+            raise DataError(f"{where}, field 'separator': empty")
+    return data["templates"]
+
+
+def load_bmlama_meta_templates(path=None) -> dict[str, dict]:
+    """Every BMLAMA Meta template, validated: ``{language code: template}``.
+
+    A template has ``question`` (exactly ``{statement}``, the fact's prompt with ``blank`` for
+    ``<mask>``, and ``{options}``, the candidates joined by ``separator``), ``answer`` (the
+    answer cue), ``space`` (a space between cue and answer), ``separator``, ``blank``,
+    ``source`` and ``review``.
+
+    Raises:
+        DataError: a missing or malformed file, a language that is not a BMLAMA language, a
+            missing, empty, mistyped or unknown field, wrong placeholders or a stray brace (the
+            message names the file, language and field).
+    """
+    path = Path(path or bmlama_meta_templates_file())
+    mtime = path.stat().st_mtime if path.exists() else 0.0
+    return copy.deepcopy(_load_bmlama(str(path), mtime))
+
+
+def check_bmlama_languages(langs, path=None) -> None:
+    """Every language of ``langs`` has a BMLAMA Meta template.
+
+    Raises:
+        DataError: names the languages without one, the file, and the languages that have one.
+    """
+    have = load_bmlama_meta_templates(path)
+    missing = sorted(set(map(str, langs)) - set(have))
+    if missing:
+        raise DataError(f"Meta on BMLAMA: no template for language(s) {missing} in "
+                        f"{path or bmlama_meta_templates_file()}; templates exist for "
+                        f"{sorted(have)} (run Direct or Neuro on the others)")
+
+
+def bmlama_rows(pairs: pd.DataFrame) -> np.ndarray:
+    """Which pairs Meta reads as BMLAMA pairs (``[N]`` bool): those with
+    :data:`BMLAMA_META_COLUMNS` filled and no XCOMPS ``property_phrase``."""
+    if not set(BMLAMA_META_COLUMNS) <= set(pairs):
+        return np.zeros(len(pairs), dtype=bool)
+    filled = pairs["candidates"].map(lambda c: isinstance(c, (list, tuple, np.ndarray)))
+    if "property_phrase" in pairs:
+        filled &= pairs["property_phrase"].isna()
+    return filled.to_numpy(dtype=bool)
+
+
+def build_bmlama_prompts(pairs: pd.DataFrame, use_chat_template: bool = False,
+                         tokenizer=None) -> pd.DataFrame:
+    """Two prompts per BMLAMA pair, as :func:`build_meta_prompts` returns them: the fact's
+    question listing its ``candidates`` in the file's order (``order`` 0) and reversed (1), the
+    answers the gold (``answer_good``) and the pair's distractor (``answer_bad``). The pairs of
+    one fact share their two contexts (see the module docstring).
+
+    Raises:
+        DataError: a language without a template (:func:`check_bmlama_languages`), a pair whose
+            gold or distractor is not among its candidates (names the pair); ValueError: chat
+            template requested but missing.
+    """
+    from .bmlama import MASK
+
+    check_bmlama_languages(pairs["lang"].unique())
+    templates = load_bmlama_meta_templates()
+    rows = []
+    for i, r in enumerate(pairs.itertuples(index=False)):
+        t, cands = templates[r.lang], list(r.candidates)
+        if r.gold not in cands or r.candidate not in cands:
+            raise DataError(f"pair {r.pair_id} ({r.lang}): gold {r.gold!r} or distractor "
+                            f"{r.candidate!r} is not among its candidates {cands}; reload the "
+                            f"pairs with xcomps_utils.bmlama.load_bmlama")
+        sep = " " if t["space"] else ""
+        for order, listed in enumerate((cands, cands[::-1])):
+            question = t["question"].format(statement=r.prompt.replace(MASK, t["blank"]),
+                                            options=t["separator"].join(listed))
+            context = (_chat_context(tokenizer, question, t["answer"]) if use_chat_template
+                       else question + "\n" + t["answer"])
+            rows.append({"pair": i, "order": order, "context": context,
+                         "answer_good": sep + r.gold, "answer_bad": sep + r.candidate})
+    return pd.DataFrame(rows)

@@ -22,8 +22,9 @@ method         measures (nats for log-probabilities; booleans as 0/1)
                ``logprob_good``, ``logprob_bad`` (answers as continuations of the question);
                per pair (``order`` empty): their means over the two orders, ``delta``,
                ``correct``, ``tie``, ``near_tie``, ``near_tie_tolerance``, ``answer_mass``
-               (mean of p(good) + p(bad)). XCOMPS pairs
-               only (:mod:`xcomps_utils.meta`).
+               (mean of p(good) + p(bad)). XCOMPS pairs, and BMLAMA pairs of the
+               languages with a template (one question listing the fact's candidates; see
+               :mod:`xcomps_utils.meta`).
 ``neuro``      per probe group and ``layer``: ``f1``, ``balanced_accuracy``, ``mcc``,
                and for a group over all negative types ``null_q95``
                (the label-permutation null's 95th percentile); per group (``layer`` -1):
@@ -33,7 +34,8 @@ method         measures (nats for log-probabilities; booleans as 0/1)
                ``nested_balanced_accuracy``, ``nested_mcc``, ``nested_layer_mean``/``min``/``max``,
                and over all types ``null_max_q95``, ``null_nested_mean``, ``p_permutation``
                (the nested score against its own permutation draws), ``n_permutations``,
-               ``p_adjusted`` (max-T over the run's languages), ``p_pooled``, ``n_pooled``.
+               ``p_adjusted`` (max-T over the run's languages), ``p_pooled``, ``n_pooled``;
+               BMLAMA: ``n_true_distractors`` (pairs left out, see :func:`probes`).
                Groups: each combination of ``probe_by`` columns (``"all"`` where a column is
                pooled). Hidden states stay in the store (``states``). See
                :mod:`xcomps_utils.neuro` and :mod:`xcomps_utils.probing`.
@@ -211,21 +213,32 @@ def probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame
     per language) permute their labels independently (each its own seed, from the run's seed and
     the group) and are pooled by one joint test
     (:func:`xcomps_utils.probing.joint_permutation_test`): each gets ``p_adjusted`` (max-T over
-    the groups), ``p_pooled`` and ``n_pooled``."""
+    the groups), ``p_pooled`` and ``n_pooled``.
+
+    The unit kept whole across folds (the probe's *item*) is the sentences' shared frame: the
+    ``property`` for XCOMPS, the ``prompt`` for BMLAMA (a fact, with the facts that share its
+    prompt: relations with several true answers, whose sentences coincide), else ``item``.
+    BMLAMA pairs have no concepts (each sentence is its own: no purge), and their pairs whose
+    distractor is true (``distractor_true``: its ``bad`` sentence is a true fact, the ``good``
+    sentence of another fact) are left out, counted per group in ``n_true_distractors``."""
     from joblib import Parallel, delayed
 
     from .probing import (DEFAULT_N_PERMUTATIONS, PROBE_JOBS, joint_permutation_test,
                           probe_sentences)
 
     states = ShardedStates(store, rid)
-    item = "property" if "property" in pairs else "item"
-    groups = []
+    item = next(c for c in ("property", "prompt", "item") if c in pairs)
+    true_bad = (pairs["distractor_true"].astype(bool) if "distractor_true" in pairs
+                else pd.Series(False, index=pairs.index))
+    groups, left_out = [], []
     for by in p["probe_by"]:
         by = list(by)
         for key, sub in pairs.groupby(by, sort=False) if by else [((), pairs)]:
             key = key if isinstance(key, tuple) else (key,)
             # the permutation null for each probe over all negative types (one per language)
             n_perm = DEFAULT_N_PERMUTATIONS if "subset" not in by else 0
+            left_out.append(int(true_bad.loc[sub.index].sum()))
+            sub = sub[~true_bad.loc[sub.index]]
             texts = list(dict.fromkeys(probe_sentences(sub, item)["text"]))
             groups.append((by, key, sub, n_perm, texts))
     order = sorted(range(len(groups)), key=lambda i: -groups[i][3])  # the longest first
@@ -263,6 +276,8 @@ def probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame
                               "layer": by_layer["layer"].to_numpy(), "measure": measure,
                               "value": by_layer[measure].to_numpy(dtype=np.float64)})
             frames.append(f[MEASURE_COLUMNS])
+        if "distractor_true" in pairs:
+            summary["n_true_distractors"] = left_out[i]
         summary["concept_disjoint"] = float(summary["leaked_concepts"] == 0)
         summary["items_whole"] = float(summary.pop("grouping") in ("item+concept",
                                                                    "item, purged"))

@@ -89,13 +89,15 @@ def pairs_sha256(pairs: pd.DataFrame, columns) -> str:
                                      ensure_ascii=False).encode()).hexdigest()
 
 
-def _method_parameters(method: str, p: dict) -> dict:
+def _method_parameters(method: str, p: dict, columns=()) -> dict:
     """The parameters of a method that enter its key, as its declaration
     (:data:`xcomps_utils.config.METHODS`) names them: run parameters, the SHA-256 of the files
-    it reads, its protocol."""
+    it reads (``pair_fingerprints`` only where the pairs' ``columns`` hold their column), its
+    protocol."""
     m = METHODS[method]
     out = {k: json.loads(json.dumps(p[k])) for k in m.parameters}
-    for k, where in m.fingerprints:
+    prints = list(m.fingerprints) + [(k, w) for c, k, w in m.pair_fingerprints if c in columns]
+    for k, where in prints:
         module, function = where.split(":")
         out[k] = getattr(importlib.import_module(module), function)()
     return {**out, **dict(m.protocol)}
@@ -193,7 +195,8 @@ def plan(models, pairs, methods=None, params: dict | RunParameters | None = None
                 key_rest = {"method": method,
                             "bos_policy": p["bos_policy"] if METHODS[method].bos_policy else "bos",
                             "pairs_sha256": pairs_sha256(ps, METHODS[method].uses),
-                            "n_pairs": len(ps), "parameters": _method_parameters(method, p),
+                            "n_pairs": len(ps),
+                            "parameters": _method_parameters(method, p, ps.columns),
                             "package_version": __version__}
                 size = shard_size.get(method) if isinstance(shard_size, dict) else shard_size
                 used = ps[ID + [c for c in METHODS[method].uses if c in ps]]
@@ -254,10 +257,17 @@ def check_inputs(pairs: pd.DataFrame, methods: list[str], wordings, probe_by) ->
     """
     check_pair_texts(pairs, ("good", "bad"))
     if "meta" in methods:
-        need = [c for c in METHODS["meta"].uses if c not in pairs]
-        if need:
-            raise ValueError(f"Meta needs XCOMPS pairs (xcomps_utils.xcomps.load_languages); "
-                             f"these lack {need}")
+        from .meta import META_COLUMNS, bmlama_rows, check_bmlama_languages
+
+        bm = bmlama_rows(pairs)
+        if bm.any():
+            check_bmlama_languages(pairs.loc[bm, "lang"].unique())
+        if not bm.all():
+            need = [c for c in META_COLUMNS if c not in pairs]
+            if need:
+                raise ValueError(f"Meta needs XCOMPS pairs (xcomps_utils.xcomps.load_languages) "
+                                 f"or BMLAMA pairs (tasks bmlama17:<lang>, bmlama53:<lang>); "
+                                 f"these lack {need}")
     if "token_ppl" in methods:
         if wordings != "all" and (isinstance(wordings, str) or not all(
                 isinstance(w, str) for w in wordings)):

@@ -73,7 +73,8 @@ class Sweep(C.RunParameters):
             kind = "languages" if isinstance(e, Languages) else "tasks"
             for m in e.methods or self.methods:
                 need = C.METHODS[m].needs
-                xcomps = kind == "languages" or all(t.startswith("xcomps:") for t in e.tasks)
+                xcomps = kind == "languages" or all(t.startswith(C.METHODS[m].task_prefixes)
+                                                    for t in e.tasks)
                 if (need == "xcomps" and not xcomps) or (need == "tasks" and kind != "tasks"):
                     why = C.METHODS[m].why + (" (a pair set with 'languages')"
                                               if need == "xcomps" else "")
