@@ -488,3 +488,19 @@ def test_power_table_reads_the_spread_and_prints_the_sizes():
     assert alone.mde_english.iloc[0] == pytest.approx(p.mde_english_alone.iloc[1])
     assert p.facts_needed.iloc[0] == B.facts_for_power(p.mean_se.iloc[0], 10,
                                                         p.between_sd.iloc[0])
+
+
+def test_consistency_table_sets_rankc_beside_kappa_within_relation():
+    eff = [3.0, -3.0, 3.0, -3.0]                # relations easy or hard in every language
+    p = _pairs({"en": 0.0, "fr": 0.0, "vi": 0.0}, n_facts=160, relation_effect=eff,
+               shared_prior=False).assign(distractor_true=False)
+    t = B.consistency_table(p, "sum", n_perm=49, n_boot=100)
+    assert list(t[["lang_a", "lang_b"]].itertuples(index=False, name=None)) == [
+        ("en", "fr"), ("en", "vi"), ("fr", "vi")]
+    assert t.kappa.abs().max() < 0.15                    # the relation effect is not agreement
+    assert (t.rankc_beyond > 0.05).all()                # but RankC sees the shared relation ranks
+    ref = B.rankc_table(p, "sum", n_perm=49)
+    assert np.allclose(t.rankc, ref.rankc)
+    # a true distractor is left out of kappa (its fact's top-1 no longer depends on it)
+    q = p.assign(distractor_true=p.candidate == (p.gold_candidate + 1) % 10)
+    assert not B.consistency_table(q, "sum", n_perm=9, n_boot=50).kappa.isna().any()

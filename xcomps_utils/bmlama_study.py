@@ -60,7 +60,8 @@ __all__ = ["REDUCTIONS", "TIER_ORDER", "TYPE_ORDER", "BMLAMA_SOURCE", "RANKC_SOU
            "morphology_trend", "english_rank", "methods_track", "mixed_model_slope",
            "minimum_detectable_effect", "rankc", "rankc_weights", "candidate_scores",
            "rankc_table", "rankc_null", "agreement_kappas", "consistency_follows",
-           "correct_families", "language_claims", "power_table", "PRIMARY_CLAIMS"]
+           "correct_families", "language_claims", "power_table", "consistency_table",
+           "PRIMARY_CLAIMS"]
 
 #: the two reductions of a filled sentence's token log-probabilities: the sum (the project's
 #: Direct) and the per-token mean (the BMLAMA authors' ranking, ``1_easyrun/main.py``)
@@ -862,3 +863,26 @@ def power_table(tables: dict[str, pd.DataFrame], n_facts: int, sizes=(17, 53),
                          "mde_english_alone": minimum_detectable_effect(n, sd, "rank"),
                          "mde_correlation": minimum_detectable_effect(n, sd, "correlation")})
     return pd.DataFrame(rows)
+
+
+def consistency_table(scored: pd.DataFrame, reduction: str = "mean", n_perm: int = 99,
+                      n_boot: int = 200, seed: int = 0) -> pd.DataFrame:
+    """Both consistency measures of every language pair, side by side: RankC with its
+    fact-shuffled chance level (:func:`rankc_table`, every candidate) and this project's
+    agreement, Cohen's kappa of per-fact top-1 correctness within each relation, averaged
+    (:func:`agreement_kappas`; pairs whose distractor is also true left out), so that relations
+    easy in every language do not make agreement (the defect the XCOMPS agreement page had).
+
+    Args:
+        scored: :func:`scored_pairs` of one model, every language.
+
+    Returns:
+        one row per language pair: ``lang_a``, ``lang_b``, ``n_facts``, ``rankc``,
+        ``rankc_chance``, ``rankc_beyond``, ``kappa`` (within relation), ``agreement``.
+    """
+    rank = rankc_table(scored, reduction, n_perm=n_perm, seed=seed)
+    facts = fact_table(scored[~scored["distractor_true"].astype(bool)]).merge(
+        scored[["lang", "fact", "relation"]].drop_duplicates(), on=["lang", "fact"])
+    kap = agreement_kappas(facts, reduction, stratum="relation", n_boot=n_boot, seed=seed).table
+    return rank.merge(kap[["lang_a", "lang_b", "kappa", "agreement"]], on=["lang_a", "lang_b"],
+                      how="left")

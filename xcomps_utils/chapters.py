@@ -24,7 +24,7 @@ import pandas as pd
 from . import methods as _methods
 
 __all__ = ["Runner", "runner", "xcomps_languages", "wording_ids", "sample_notice", "percent_style", "paired_model_difference",
-           "probe_baselines", "XcompsSplit", "xcomps_split", "prior_shares", "BmlamaScores", "bmlama_scores", "bmlama_cost"]
+           "probe_baselines", "XcompsSplit", "xcomps_split", "prior_shares", "BmlamaScores", "bmlama_scores", "bmlama_cost", "bmlama_methods"]
 
 
 def _run_settings() -> tuple[str, ...]:
@@ -356,3 +356,37 @@ def bmlama_cost(scores: dict[str, BmlamaScores], facts_at: dict[str, int]) -> pd
                          "facts_at": facts_at[b],
                          "minutes_at": 2 * 9 * facts_at[b] * n_lang / rate / 60})
     return pd.DataFrame(rows)
+
+
+def bmlama_methods(run: Runner, model: str, pairs: pd.DataFrame, methods=("meta", "neuro")
+                   ) -> pd.DataFrame:
+    """Meta and Neuro on BMLAMA pairs (:func:`bmlama_scores`' ``pairs``), one score a language,
+    for the claims that Direct tracks them across languages.
+
+    Meta: accuracy over the decided pairs whose distractor is not also true (the gold's answer
+    above the distractor's, each averaged over the two candidate orders of the question). Neuro:
+    the probe's nested balanced accuracy over a language's sentences (one probe a language,
+    ``probe_by=[["lang"]]``; folds keep each prompt whole; chance 0.5).
+
+    Returns:
+        ``[languages, methods]`` (``meta``, ``neuro``), index the language.
+
+    Raises:
+        ValueError: Meta on a language without a template (names those with one).
+    """
+    from . import probing
+    from .claims import decided_rows
+    from .xcomps_paper import pair_table
+
+    res = run(model, pairs, list(methods), probe_by=[["lang"]])
+    out = {}
+    if "meta" in methods:
+        scored = pair_table(res.measures, pairs)
+        scored = decided_rows(scored[~scored["distractor_true"].astype(bool)], "meta_correct")
+        out["meta"] = scored.groupby("lang")["meta_correct"].mean()
+    if "neuro" in methods:
+        groups = probing.probe_tables(res.wide("neuro"))[1]
+        ok = {"lang", "nested_balanced_accuracy"} <= set(groups)   # no probe: too few sentences
+        out["neuro"] = (groups.set_index("lang")["nested_balanced_accuracy"] if ok
+                        else pd.Series(float("nan"), index=sorted(pairs["lang"].unique())))
+    return pd.DataFrame(out)
