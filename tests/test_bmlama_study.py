@@ -486,6 +486,12 @@ def test_power_table_reads_the_spread_and_prints_the_sizes():
     assert math.isinf(p.mde_english.iloc[1]) and p.mde_english_alone.iloc[1] < 1
     alone = B.power_table({"m": t}, 10, (53,), family_size=1)
     assert alone.mde_english.iloc[0] == pytest.approx(p.mde_english_alone.iloc[1])
+    # a spread lost in the noise: sizes planned for the smallest spread worth measuring (0.05)
+    flat = t.assign(pairwise_beyond=0.2, pairwise_beyond_low=0.1, pairwise_beyond_high=0.3)
+    q = B.power_table({"m": flat}, 10, (17,))
+    assert q.between_sd.iloc[0] == 0 and q.planned_sd.iloc[0] == 0.05
+    assert q.facts_needed.iloc[0] == B.facts_for_power(q.mean_se.iloc[0], 10, 0.05)
+    assert np.isfinite(q.mde_resource_slope.iloc[0])
     assert p.facts_needed.iloc[0] == B.facts_for_power(p.mean_se.iloc[0], 10,
                                                         p.between_sd.iloc[0])
 

@@ -17,6 +17,9 @@ analysis imports no presentation module.
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +27,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "xcomps_utils"
 
 LOADERS = {"paths", "data", "xcomps", "grammar", "tasks", "nonsense", "typology", "bmlama"}
-METHODS = {"encoding", "models", "scoring", "words", "meta", "perplexity", "neuro", "probing",
+METHODS = {"encoding", "models", "scoring", "token_scores", "words", "meta", "perplexity", "neuro", "probing",
            "precision", "decompose", "config", "params", "planner", "methods", "ray_executor",
            "sweep", "cli", "store", "results"}
 ANALYSIS = {"claims", "stats", "consistency", "concept_prior", "xcomps_paper", "perplexity_paper",
@@ -155,3 +158,30 @@ def test_layers_import_only_downwards():
 ])
 def test_the_checks_find_a_planted_violation(sources, check, expected):
     assert check(imports(sources)) == expected
+
+
+# --- the torch boundary -------------------------------------------------------------------------
+
+#: Modules that must not import torch when imported: the analysis, the figures, the chapters' glue,
+#: the loaders, and the run machinery (torch is imported where a model is loaded or text is
+#: scored: models, scoring, neuro, probing; reading a stored run still imports it once, to resolve
+#: device "auto" for the run's key).
+TORCH_FREE = sorted(ANALYSIS | PRESENTATION | LOADERS | {"token_scores", "methods", "planner",
+                                                           "store", "results", "decompose",
+                                                           "perplexity", "encoding", "config"})
+
+
+def _torch_modules(code: str, env=None) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", code + "\nimport sys, json\nprint(json.dumps("
+                          "sorted(m for m in sys.modules if m == 'torch' or "
+                          "m.startswith('torch.'))[:3]))"], capture_output=True, text=True,
+                         check=True, env=env)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_analysis_the_figures_and_a_stores_reader_import_no_torch():
+    code = "import importlib\n" + "".join(f"importlib.import_module('xcomps_utils.{m}')\n"
+                                          for m in TORCH_FREE)
+    assert _torch_modules(code) == []
+    # and the check sees torch when a module does import it
+    assert _torch_modules("import xcomps_utils.scoring") != []

@@ -53,7 +53,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from .claims import ALPHA, ClaimTest, bootstrap_means, correct, language_claim
+from .claims import ALPHA, SESOI, ClaimTest, bootstrap_means, correct, language_claim
 
 __all__ = ["REDUCTIONS", "TIER_ORDER", "TYPE_ORDER", "BMLAMA_SOURCE", "RANKC_SOURCE",
            "scored_pairs", "spread_and_noise", "facts_for_power", "pair_decisions", "fact_table", "language_table", "resource_trend",
@@ -827,8 +827,8 @@ def language_claims(table: pd.DataFrame, typology: pd.DataFrame, scope: str,
 
 
 def power_table(tables: dict[str, pd.DataFrame], n_facts: int, sizes=(17, 53),
-                value: str = "pairwise_beyond", ratio: float = 0.5, family_size: int = 3
-                ) -> pd.DataFrame:
+                value: str = "pairwise_beyond", ratio: float = 0.5, family_size: int = 3,
+                smallest_sd: float | None = None) -> pd.DataFrame:
     """What the language-level claims can detect, from the spread this run measured.
 
     For each model (``tables``: model -> :func:`language_table`): the between-language spread
@@ -843,19 +843,27 @@ def power_table(tables: dict[str, pd.DataFrame], n_facts: int, sizes=(17, 53),
     (English first gives two-sided p = 2/53 = 0.038 > 0.05/3), and ``mde_english_alone`` is the
     same test as a family of its own.
 
+    When the languages' observed spread is within their sampling noise (``between_sd`` 0 or
+    below ``smallest_sd``, by default the accuracy SESOI of :data:`xcomps_utils.claims.SESOI`,
+    0.05), the sizes are planned for a spread of ``smallest_sd``: the smallest spread between
+    languages worth measuring (``planned_sd``).
+
     Returns:
-        one row per model x ``n``: ``between_sd``, ``mean_se``, ``facts_now``,
-        ``facts_needed``, ``mde_resource_slope``, ``mde_english``, ``mde_english_alone``,
+        one row per model x ``n``: ``between_sd``, ``observed_sd``, ``planned_sd``,
+        ``mean_se``, ``facts_now``, ``facts_needed``, ``mde_resource_slope``, ``mde_english``, ``mde_english_alone``,
         ``mde_correlation`` (inf: no effect is detectable).
     """
     rows = []
     for model, t in tables.items():
         sn = spread_and_noise(t, value, f"{value}_low", f"{value}_high")
-        need = facts_for_power(sn["mean_se"], n_facts, sn["between_sd"], ratio)
+        planned = max(sn["between_sd"], SESOI["accuracy"] if smallest_sd is None
+                      else smallest_sd)
+        need = facts_for_power(sn["mean_se"], n_facts, planned, ratio)
         # the spread a claim sees at the deciding size: true spread + the noise left there
-        sd = math.sqrt(sn["between_sd"] ** 2 + (ratio * sn["between_sd"]) ** 2)
+        sd = math.sqrt(planned ** 2 + (ratio * planned) ** 2)
         for n in sizes:
             rows.append({"model": model, "languages": n, "between_sd": sn["between_sd"],
+                         "observed_sd": sn["observed_sd"], "planned_sd": planned,
                          "mean_se": sn["mean_se"], "facts_now": n_facts, "facts_needed": need,
                          "mde_resource_slope": minimum_detectable_effect(n, sd, "slope"),
                          "mde_english": minimum_detectable_effect(n, sd, "rank",

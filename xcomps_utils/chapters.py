@@ -24,7 +24,7 @@ import pandas as pd
 from . import methods as _methods
 
 __all__ = ["Runner", "runner", "xcomps_languages", "wording_ids", "sample_notice", "percent_style", "paired_model_difference",
-           "probe_baselines", "XcompsSplit", "xcomps_split", "prior_shares", "BmlamaScores", "bmlama_scores", "bmlama_cost", "bmlama_methods"]
+           "probe_baselines", "XcompsSplit", "xcomps_split", "prior_shares", "BmlamaScores", "bmlama_scores", "bmlama_cost", "bmlama_methods", "bmlama_size_summary"]
 
 
 def _run_settings() -> tuple[str, ...]:
@@ -390,3 +390,31 @@ def bmlama_methods(run: Runner, model: str, pairs: pd.DataFrame, methods=("meta"
         out["neuro"] = (groups.set_index("lang")["nested_balanced_accuracy"] if ok
                         else pd.Series(float("nan"), index=sorted(pairs["lang"].unique())))
     return pd.DataFrame(out)
+
+
+def bmlama_size_summary(power: pd.DataFrame, cost: pd.DataFrame) -> str:
+    """One sentence per benchmark and model saying what this size can decide and what the
+    deciding size costs, read from :func:`xcomps_utils.bmlama_study.power_table` (with a
+    ``benchmark`` column) and :func:`bmlama_cost` (at the facts needed).
+
+    Returns:
+        Markdown, a bullet per row of ``power``.
+    """
+    out = []
+    for _, r in power.iterrows():
+        c = cost[(cost.benchmark == r.benchmark) & (cost.model == r.model)]
+        minutes = float(c.minutes_at.iloc[0]) if len(c) else float("nan")
+        spread = ("within their sampling noise: no spread between languages can be told apart "
+                  "from the noise at this size" if r.between_sd == 0 else
+                  f"beyond their sampling noise (spread {r.between_sd:.3f} once the noise is "
+                  f"removed)")
+        out.append(
+            f"* **{r.benchmark}, {r.model}**: at {r.facts_now} facts a language the languages' "
+            f"accuracies beyond the control differ by a standard deviation of "
+            f"{r.observed_sd:.3f}, with a standard error of {r.mean_se:.3f} each: {spread}. "
+            f"Planned for a spread of {r.planned_sd:.3f}, the deciding size is "
+            f"**{r.facts_needed} facts a language**, where a resource trend of "
+            f"{r.mde_resource_slope:.3f} per tier step is detected with 80% power across "
+            f"{r.languages} languages; at this run's rate that is about {minutes:.0f} minutes "
+            f"of compute for this model.")
+    return "\n".join(out)

@@ -70,7 +70,7 @@ import numpy as np
 import pandas as pd
 
 from .perplexity import PERIODS, normalized_proportion, plain_proportion
-from .scoring import TokenScores
+from .token_scores import TokenScores
 from .words import token_boundaries, token_spans, word_spans
 from .xcomps import languages
 

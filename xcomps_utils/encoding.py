@@ -19,7 +19,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 __all__ = ["BOS_POLICIES", "Encoded", "check_texts", "check_pair_texts", "fit_context",
            "context_length", "context_token", "encode", "length_batches", "default_token_budget"]
@@ -332,6 +331,8 @@ def default_token_budget(lm, held_per_text: int = 0) -> int:
         getattr(cfg, "head_dim", None) or h // heads)
     per_token = lm.model.dtype.itemsize * (6 * h + 3 * inter + 2 * kv * (layers + 1))
     per_token += held_per_text // 2
+    import torch
+
     free, _ = torch.cuda.mem_get_info(lm.device)
     return int(min(131072, max(1024, free // 4 // per_token)))
 

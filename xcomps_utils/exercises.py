@@ -14,7 +14,7 @@ from sklearn.model_selection import StratifiedKFold
 
 from .methods import ShardedStates
 from .probing import make_folds, probe_layers, probe_sentences
-from .scoring import TokenScores
+from .token_scores import TokenScores
 
 __all__ = ["reprobe", "Reprobe", "policy_flips", "first_word_split", "load_with_template"]
 

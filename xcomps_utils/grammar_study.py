@@ -46,7 +46,7 @@ from .claims import SESOI, correct, evaluate_claim, language_claim
 from .decompose import split_pair
 from .perplexity_paper import prompt_pair_measures
 from .precision import decisions
-from .scoring import TokenScores
+from .token_scores import TokenScores
 from .stats import accuracy_table
 
 __all__ = ["decompose", "pivot_summary", "pivot_table", "pivot_claims", "accuracy_cells",

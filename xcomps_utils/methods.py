@@ -56,13 +56,13 @@ import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from . import config, planner
 from .encoding import fit_context
-from .models import LanguageModel
 from .planner import ID as _ID
 from .planner import check_inputs, prepare_pairs, wording_family, wordings_of
 from .store import MEASURE_COLUMNS, Store, StoreError
@@ -70,6 +70,9 @@ from .store import MEASURE_COLUMNS, Store, StoreError
 __all__ = ["METHODS", "DEFAULT_SHARD_SIZE", "SHARD", "Results", "run", "wide", "prepare_pairs",
            "check_inputs", "probes", "ShardedStates", "open_run", "compute_shard", "finish",
            "execute", "repair", "verify", "pairs_problem", "precheck"]
+
+if TYPE_CHECKING:  # torch is imported where a model is loaded or scored, not to read a store
+    from .models import LanguageModel
 
 #: The method names (declared in :data:`xcomps_utils.config.METHODS`).
 METHODS = tuple(config.METHODS)
@@ -489,8 +492,6 @@ def execute(specs: list[planner.RunSpec], lm=None, progress: bool = True, trunca
     """
     from tqdm.auto import tqdm
 
-    from .models import resolve_device_dtype
-
     rows, todo = {}, []
     for k, spec in enumerate(specs):
         found = stored(spec, ident=lm.identity() if lm is not None else None)
@@ -503,6 +504,8 @@ def execute(specs: list[planner.RunSpec], lm=None, progress: bool = True, trunca
         for k in todo:
             precheck(specs[k], lm.identity() if lm is not None else None)
         if lm is None:
+            from .models import resolve_device_dtype  # torch, only when something is computed
+
             for k in todo:
                 resolve_device_dtype(specs[k].device, specs[k].dtype, check=True)
     by_model = {}
@@ -728,13 +731,16 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
                          use_chat_template=use_chat_template, wordings=wordings,
                          probe_by=probe_by, n_splits=n_splits, inner_splits=inner_splits,
                          seed=seed)
-    if isinstance(model, LanguageModel):
-        lm, name = model, model.name
-    elif isinstance(model, str):
+    given = not isinstance(model, str)
+    if isinstance(model, str):
         lm, name = None, model
     else:
-        raise TypeError(f"model must be a name or a loaded LanguageModel, got "
-                        f"{type(model).__name__}")
+        from .models import LanguageModel
+
+        if not isinstance(model, LanguageModel):
+            raise TypeError(f"model must be a name or a loaded LanguageModel, got "
+                            f"{type(model).__name__}")
+        lm, name = model, model.name
     pairs = prepare_pairs(pairs)
     check_inputs(pairs, methods, wordings, probe_by)
     tmp = None
@@ -753,8 +759,7 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
     computed = {r["method"]: r["computed"] for r in rows}
     if lm is None and any(r["opened"] for r in rows):  # loaded by execute (cached)
         lm = planner.load(name, device, dtype, revision)
-    loaded = lm if lm is not None and any(r["opened"] for r in rows) or isinstance(
-        model, LanguageModel) else None
+    loaded = lm if lm is not None and any(r["opened"] for r in rows) or given else None
     results = Results(store.measures(list(runs.values())), runs, store, computed, loaded)
     results._tmp = tmp  # a temporary store lives as long as its results
     return results

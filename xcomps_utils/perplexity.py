@@ -42,7 +42,7 @@ import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from .scoring import TokenScores, token_scores
+from .token_scores import TokenScores
 from .words import token_spans as _contiguous_spans  # token i owns up to token i+1
 
 __all__ = ["load_wordings", "wordings_sha256", "PromptPair", "build_prompt_pairs", "align_groups",
@@ -276,6 +276,8 @@ def score_prompt_pairs(lm, prompt_pairs: list[PromptPair], **kwargs) -> PromptPa
         a :class:`PromptPairScores` (``.metrics``, ``.groups``, ``.scores``).
     """
     texts = list(dict.fromkeys(t for pp in prompt_pairs for t in (pp.correct, pp.incorrect)))
+    from .scoring import token_scores
+
     scores = dict(zip(texts, token_scores(lm, texts, bos_policy="bos", **kwargs)))
     rows, tables = [], []
     for pp in prompt_pairs:

@@ -6,7 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from .scoring import TokenScores
+from .token_scores import TokenScores
 
 __all__ = ["plot_accuracy", "plot_delta_distribution", "plot_token_surprisal",
            "plot_accuracy_and_pivotal_share", "plot_pivotal_share_histograms",
