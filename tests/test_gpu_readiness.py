@@ -25,7 +25,7 @@ def test_token_budget_counts_what_the_hooks_hold(monkeypatch):
                       num_attention_heads=32, num_key_value_heads=8)
     lm = SimpleNamespace(device=torch.device("cuda"),
                          model=SimpleNamespace(config=cfg, dtype=torch.bfloat16))
-    monkeypatch.setattr(encoding.torch.cuda, "mem_get_info", lambda device: (120e9, 141e9))
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (120e9, 141e9))
     per_token = 2 * (6 * 4096 + 3 * 14336 + 2 * 1024 * 33)
     held = 33 * 4096 * 4
     assert encoding.default_token_budget(lm) == int(120e9 // 4 // per_token)
