@@ -1,6 +1,9 @@
 # make book: set up .venv, execute every notebook with papermill, render the book to _build/html.
-# make test: set up .venv, run the test suite, grade the assignments (make grade), then build the
-#   whole book at smoke sizes (make smoke).
+# make check: the lint and the fast tier of the tests (no model loaded, no chapter executed), what a
+#   developer runs after each change (under 3 minutes on 2 cores).
+# make test: set up .venv, then everything, each chapter executed once: make check, the whole book
+#   at smoke sizes (make smoke), the slow tier of the tests (it reads the smoke build's executed
+#   chapters and results store) and the graded assignments (make grade).
 # make publish: the book at the sizes that decide (PUBLISH_* below), resumable via results/.
 # make grade: grade the reference and the planted wrong solution of every assignment (otter-grader).
 PYTHON ?= python3
@@ -26,7 +29,8 @@ STORE ?= results
 # Smoke sizes: the same chapters and exercises, through the same papermill parameters, small
 # enough for CI (a few minutes on 2 CPU cores). Values are YAML (papermill -y).
 SMOKE_bmlama_languages = -y '{models: [smollm2-135m-instruct], languages17: [en, fr, vi, zh, ja], languages53: [en, de, fr, vi, zh]}' \
-  -p facts17 2 -p facts53 2 -p n_boot 200 -p n_perm 999 -p store $(STORE)
+  -p facts17 2 -p facts53 2 -p methods_model smollm2-135m-instruct -p n_boot 200 -p n_perm 999 \
+  -p store $(STORE)
 SMOKE_direct_scoring = -p n_pairs 6 -p store $(STORE) -p compare_model smollm2-135m-instruct
 SMOKE_first_token = -p convention_pairs 12 -p store $(STORE)
 SMOKE_grammar_across_languages = -p items_per_task 2 -p neuro_pairs_per_language 6 -p n_boot 200 \
@@ -48,7 +52,7 @@ SMOKE_DIR := build/smoke
 # Publish sizes (make publish): the sizes the results pages name as deciding, for the deployed
 # book. Every run goes through the results store ($(STORE), results/ by default), so an interrupted
 # `make publish` goes on from the runs and shards it holds, and a second one computes nothing new.
-PUBLISH_bmlama_languages = -p facts17 40 -p facts53 20 -p store $(STORE)
+PUBLISH_bmlama_languages = -p facts17 70 -p facts53 70 -p store $(STORE)
 PUBLISH_direct_scoring = -p n_pairs 1000 -p store $(STORE)
 PUBLISH_first_token = -p convention_pairs 1000 -p store $(STORE)
 PUBLISH_grammar_across_languages = -p items_per_task 200 -p neuro_pairs_per_language 200 \
@@ -84,7 +88,7 @@ DESC_xcomps_token_level_agreement = which XCOMPS items a model knows in every la
 PAPERMILL_ENV := SPYDER_TQDM_CONSOLE=1 TQDM_MININTERVAL=20
 N_CHAPTERS := $(words $(CHAPTERS))
 
-.PHONY: book render test smoke install install-dev notebooks clean publish grade colab-notebooks
+.PHONY: book render check test smoke smoke-chapters install install-dev notebooks clean publish grade colab-notebooks
 .DELETE_ON_ERROR:
 
 install: $(STAMP) $(MATHJAX)
@@ -165,10 +169,32 @@ smoke: install
 	$(MAKE) --no-print-directory notebooks SIZE=smoke EXECUTED=$(SMOKE_DIR)/book/executed STORE=$(SMOKE_DIR)/results
 	$(MAKE) --no-print-directory render BOOK_DIR=$(SMOKE_DIR)/book OUT=$(CURDIR)/$(SMOKE_DIR)
 
+# Chapters of the smoke build as `make smoke` executes them (its parameters, its results store),
+# those of ONLY that are absent or older than their notebooks/*.md: what tests/test_notebooks.py
+# reads, made when pytest runs without `make smoke` before it. make smoke-chapters ONLY="a b"
+smoke-chapters:
+	@mkdir -p $(SMOKE_DIR)/book/executed build/notebooks-smoke
+	@$(MAKE) --no-print-directory SIZE=smoke EXECUTED=$(SMOKE_DIR)/book/executed \
+	  STORE=$(SMOKE_DIR)/results $(ONLY:%=$(SMOKE_DIR)/book/executed/%.ipynb)
+
+# The fast tier: the tests not marked slow (tests/conftest.py marks those that load a model, read
+# or execute a chapter, or simulate a test's null rate or power), after the lint (ruff; its rules
+# in pyproject.toml), on WORKERS processes (pytest-xdist; auto: one per core). The slow tier runs
+# in one process (its tests load models, whose threads take every core). README: the slowest ten.
+PYTEST := $(PY) -m pytest -q --durations=10
+WORKERS ?= auto
+check: install-dev
+	$(VENV)/bin/ruff check .
+	$(PYTEST) -m "not slow" -n $(WORKERS)
+
+# Everything, each chapter executed once: the fast tier first (it fails in minutes), the smoke
+# book (every chapter, exercises included), then the slow tier, whose chapter tests read the smoke
+# build's executed chapters and results store instead of running papermill again.
 test: install-dev
-	$(PY) -m pytest -q
-	$(MAKE) --no-print-directory grade
+	$(MAKE) --no-print-directory check
 	$(MAKE) --no-print-directory smoke
+	$(PYTEST) -m slow
+	$(MAKE) --no-print-directory grade
 
 # The deployed book: every chapter at its publish size (PUBLISH_* above) into book/executed, runs
 # read from and written to the results store (results/, kept between deploys by the workflow's

@@ -3,7 +3,6 @@ check every parameter. One test per case of the issue (the case table: README, "
 
 import errno
 import json
-import os
 import shutil
 from pathlib import Path
 

@@ -8,7 +8,7 @@ import pytest
 
 from click.testing import CliRunner
 
-from xcomps_utils import (cli, config, models, planner, probing, methods, params, scoring,
+from xcomps_utils import (cli, config, planner, probing, methods, params, scoring,
                           store as S, sweep as SW, tasks, xcomps)
 
 

@@ -1,26 +1,69 @@
-"""End to end: the chapters run through papermill with small parameters."""
+"""End to end: the chapters at smoke sizes, executed once per `make test`.
+
+`make smoke` executes every chapter (papermill, the parameters SMOKE_<chapter> in the Makefile)
+into build/smoke/book/executed/, with its own results store build/smoke/results; `make test` runs
+it before the slow tier, and these tests read those executed notebooks and that store instead of
+executing the chapters again. Run without it (pytest alone, or a chapter's notebooks/*.md newer
+than its executed copy), a test first has make execute the chapters it reads exactly as `make
+smoke` does (`make smoke-chapters ONLY=...`): it never skips, and reads what the chapter's current
+source prints. (An edit to xcomps_utils alone does not make an executed copy stale: `make smoke`
+or `rm -rf build/smoke` first.)
+
+Papermill runs here only for what a smoke build cannot show: a chapter rendered a second time from
+the store of its first run, without loading a model (on a copy of the smoke store). A bad
+parameter named under papermill is tests/test_adversarial.py's (five chapters).
+"""
 
 import json
+import os
+import shutil
+import subprocess
+from datetime import datetime
 from pathlib import Path
 
-import pytest
-
+import pandas as pd
 
 REPO = Path(__file__).resolve().parent.parent
+SMOKE = REPO / "build" / "smoke"  # SMOKE_DIR in the Makefile
+EXECUTED = SMOKE / "book" / "executed"
+STORE = SMOKE / "results"
 
 
-def _run(tmp_path, name, **params):
-    import jupytext
-    import papermill
+def _make(*args: str) -> None:
+    # MAKEFLAGS of a `make test` above (-n, -k, a jobserver) are not this make's
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    r = subprocess.run(["make", "--no-print-directory", *args], cwd=REPO, env=env,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, f"make {' '.join(args)}:\n{r.stdout[-6000:]}\n{r.stderr[-6000:]}"
 
-    nb = jupytext.read(REPO / "notebooks" / f"{name}.md")
-    src = tmp_path / f"{name}.ipynb"
-    jupytext.write(nb, src)
-    out = tmp_path / f"{name}-out.ipynb"
-    papermill.execute_notebook(str(src), str(out), parameters=params, cwd=str(tmp_path),
-                               kernel_name="python3", progress_bar=False,
-                               execution_timeout=900)
-    return json.loads(out.read_text())
+
+def _executed(*chapters: str) -> list[dict]:
+    """The smoke build's executed chapters, in the order given (the order `make smoke` runs them
+    in, where one chapter reads another's runs), executed first where absent or stale."""
+    _make("smoke-chapters", "ONLY=" + " ".join(chapters))
+    return [json.loads((EXECUTED / f"{c}.ipynb").read_text()) for c in chapters]
+
+
+def _errors(nb):
+    return [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
+
+
+def _parameters(nb) -> dict:
+    """What papermill injected (the Makefile's SMOKE_<chapter>)."""
+    return nb["metadata"]["papermill"]["parameters"]
+
+
+def _runs_created_by(nb, store=STORE) -> pd.DataFrame:
+    """The runs of ``store`` created while ``nb`` was executed (run.json's ``created`` is to the
+    second; papermill records the notebook's start and end)."""
+    from xcomps_utils.store import Store
+
+    pm = nb["metadata"]["papermill"]
+    start = datetime.fromisoformat(pm["start_time"]).replace(microsecond=0)
+    end = datetime.fromisoformat(pm["end_time"])
+    runs = Store(store).runs()
+    created = runs.created.map(datetime.fromisoformat)
+    return runs[(created >= start) & (created <= end)]
 
 
 def test_parameters_cell_survives_jupytext():
@@ -31,80 +74,81 @@ def test_parameters_cell_survives_jupytext():
     assert len(tagged) == 1 and "n_pairs = 150" in tagged[0].source
 
 
-def _errors(nb):
-    return [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
-
-
-def test_direct_scoring_notebook_renders_again_from_its_store(data_dir, tmp_path):
+def test_direct_scoring_and_first_token_chapters(data_dir):
     from xcomps_utils.store import Store
 
-    store = tmp_path / "results"
-    nb = _run(tmp_path, "direct_scoring", n_pairs=6, store=str(store), compare_model=None)
-    assert not _errors(nb) and "image/png" in json.dumps(nb)  # figures were drawn
-    first = _run(tmp_path, "first_token", convention_pairs=12, store=str(store))
+    direct, first = _executed("direct_scoring", "first_token")
+    assert not _errors(direct) and "image/png" in json.dumps(direct)  # figures were drawn
     assert not _errors(first) and "a spread of" in json.dumps(first)
-    runs = Store(store).runs()
-    # the page's run, the next page's three first-token conventions, and what exercises run
-    assert len(runs) >= 4 and set(runs.bos_policy) == {"bos", "drop_first", "lm_eval"}
-    main = runs[runs.pairs == 24].run.item()
-    measures = Store(store).measures([main])
+    n_pairs = _parameters(direct)["n_pairs"]
+    runs = _runs_created_by(direct)  # the page's runs and what its exercises run
+    main = runs[(runs.method == "direct") & (runs.pairs == 4 * n_pairs)].run.item()
+    measures = Store(STORE).measures([main])
     assert set(measures.task) == {"blimp_anaphor", "blimp_animacy", "crows_pairs", "dust"}
-    record = Store(store).run(main).record
+    record = Store(STORE).run(main).record
     assert "crows_pairs/crows_pairs_anonymized.csv" in record["provenance"]["data_sha256"]
-    # the second time, every run is in the store: the page renders without loading a model
-    again = _run(tmp_path, "direct_scoring", n_pairs=6, store=str(store), compare_model=None)
+    conventions = _runs_created_by(first)  # the next page's three first-token conventions
+    assert {"bos", "drop_first", "lm_eval"} <= set(conventions.bos_policy)
+
+
+def test_direct_scoring_renders_again_from_its_store(data_dir, tmp_path):
+    """The second time, every run is in the store: the pages render without loading a model and
+    nothing is recomputed beside (papermill, through the Makefile's rule, on a copy of the smoke
+    store)."""
+    from xcomps_utils.store import Store
+
+    _executed("direct_scoring", "first_token")
+    store, out = tmp_path / "results", tmp_path / "executed"
+    shutil.copytree(STORE, store)
+    out.mkdir()
+    before = len(Store(store).runs())
+    _make("SIZE=smoke", f"EXECUTED={out}", f"STORE={store}",
+          str(out / "direct_scoring.ipynb"), str(out / "first_token.ipynb"))
+    again, first = (json.loads((out / f"{c}.ipynb").read_text())
+                    for c in ("direct_scoring", "first_token"))
     text = json.dumps(again)
     assert not _errors(again) and "read from the results store" in text and "image/png" in text
-    again = _run(tmp_path, "first_token", convention_pairs=12, store=str(store))
-    assert not _errors(again)
-    assert len(Store(store).runs()) == len(runs)  # nothing recomputed beside
+    assert not _errors(first)
+    assert len(Store(store).runs()) == before  # nothing recomputed beside
 
 
-def test_bad_parameter_is_named(data_dir, tmp_path):
-    import papermill
-
-    with pytest.raises(papermill.PapermillExecutionError, match="parameter 'n_pairs' must be"):
-        _run(tmp_path, "direct_scoring", n_pairs="abc", store=str(tmp_path / "results"))
+def test_reproducibility_chapter(data_dir):
+    (nb,) = _executed("reproducibility")
+    assert not _errors(nb) and "verified" in json.dumps(nb)
 
 
-def test_reproducibility_notebook_runs(data_dir, tmp_path):
-    nb = _run(tmp_path, "reproducibility")
-    assert "verified" in json.dumps(nb)
-
-
-def test_token_perplexity_notebooks_small_run(data_dir, tmp_path):
+def test_token_perplexity_chapters(data_dir):
     from xcomps_utils.store import Store
 
-    store = tmp_path / "results"
-    nb = _run(tmp_path, "token_perplexity_results", items_per_task=2,
-              tasks=["blimp_anaphor", "crows_pairs", "nonsense"], store=str(store))
-    assert not _errors(nb)
-    runs = Store(store).runs()  # the chapter's run (its exercises may add runs of their own)
-    (rid,) = runs[runs.pairs == 3 * 2].run
-    metrics = Store(store).measures([rid])
-    assert metrics[["task", "pair_id", "wording", "order"]].drop_duplicates().shape[0] == 3 * 2 * 8
-    groups = Store(store).detail(rid, "ppl_groups")
+    method, results = _executed("token_perplexity_method", "token_perplexity_results")
+    assert not _errors(method) and not _errors(results)
+    runs = _runs_created_by(results)  # the chapter's run (its exercises may add runs of their own)
+    (rid,) = runs[(runs.method == "token_ppl") & (runs.pairs == runs.pairs.max())].run
+    n = runs.set_index("run").pairs[rid]
+    prompts = Store(STORE).measures([rid])[["task", "pair_id", "wording", "order"]].drop_duplicates()
+    assert len(prompts[["task", "pair_id"]].drop_duplicates()) == n  # every pair of the run
+    # each of its task's wordings kept by the page (a wording belongs to one task family) in
+    # both label orders
+    assert set(prompts.wording) == set(_parameters(results)["wordings"])
+    assert (prompts.groupby(["task", "pair_id", "wording"]).order.nunique() == 2).all()
+    groups = Store(STORE).detail(rid, "ppl_groups")
     assert set(groups.category) == {"pivotal", "period", "other"}
-    method = _run(tmp_path, "token_perplexity_method", store=str(store))
-    assert not _errors(method)
 
 
-def test_xcomps_notebooks_small_run(tmp_path):
+def test_xcomps_chapters():
     from xcomps_utils.store import Store
 
-    store = tmp_path / "results"
-    nb = _run(tmp_path, "xcomps_results", model="smollm2-135m-instruct", items_per_language=5,
-              languages=["en", "de", "zh"], store=str(store))
-    assert not _errors(nb)
-    runs = Store(store).runs().set_index("method")
-    assert set(runs.index) == {"meta", "direct", "neuro"} and set(runs.pairs) == {3 * 5 * 4}
-    probes = Store(store).measures([runs.loc["neuro", "run"]])
-    assert probes.layer.max() == 30 and probes[["lang", "subset"]].drop_duplicates().shape[0] == 3 * 4 + 3
-    assert "not comparable" in json.dumps(nb)  # the sample notice is on the page
+    ds, res, agree = _executed("xcomps_dataset", "xcomps_results", "xcomps_token_level_agreement")
+    assert not _errors(ds) and "not comparable" in json.dumps(ds)
+    assert not _errors(res) and "not comparable" in json.dumps(res)  # the sample notice
+    p = _parameters(res)
+    n_lang = len(p["languages"])
+    runs = _runs_created_by(res).set_index("method")
+    assert set(runs.index) == {"meta", "direct", "neuro"}
+    assert set(runs.pairs) == {n_lang * p["items_per_language"] * 4}  # x 4 negative types
+    probes = Store(STORE).measures([runs.loc["neuro", "run"]])
+    assert probes.layer.max() == 30
+    assert probes[["lang", "subset"]].drop_duplicates().shape[0] == n_lang * 4 + n_lang
     # the agreement page reads the Direct run of the same pairs instead of computing its own
-    agree = _run(tmp_path, "xcomps_token_level_agreement", model="smollm2-135m-instruct",
-                 items_per_language=5, languages=["en", "de", "zh"], n_boot=100, store=str(store))
     assert not _errors(agree) and "image/png" in json.dumps(agree)
-    assert len(Store(store).runs()) == len(runs)
-    ds = _run(tmp_path, "xcomps_dataset", languages=["en", "de"])
-    assert "not comparable" in json.dumps(ds)
+    assert _runs_created_by(agree).empty

@@ -106,7 +106,7 @@ def prompt_pair_measures(groups: pd.DataFrame, metrics: pd.DataFrame | None = No
         return np.bincount(pp, weights=w, minlength=n_pp)
     z, piv_n = per_pp(n * np.abs(d)), per_pp(n * piv)
     with np.errstate(invalid="ignore", divide="ignore"):
-        u, v = np.abs(d) / z[pp], d / z[pp]
+        v = d / z[pp]
         # each pivotal group against the non-pivotal groups of its length, in its prompt pair
         length = pd.factorize(ka * 100003 + kb)[0]
         cell = pp * (length.max() + 1 if len(length) else 1) + length

@@ -41,7 +41,6 @@ from __future__ import annotations
 import inspect
 import warnings
 import weakref
-from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
