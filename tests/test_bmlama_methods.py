@@ -130,3 +130,20 @@ def test_neuro_on_bmlama_keeps_a_prompt_whole_and_leaves_out_true_distractors(
     key = res.provenance("neuro")["key"]
     used = pd.read_parquet(tmp_path / "runs" / res.runs["neuro"] / "pairs.parquet")
     assert {"prompt", "distractor_true"} <= set(used) and key["n_pairs"] == len(pairs)
+
+
+def test_the_chapters_meta_and_neuro_table_reads_the_runs(lm, data_dir, tmp_path):
+    from xcomps_utils import chapters
+
+    pairs = tasks.sample(["bmlama17:en", "bmlama17:vi"], 90, 0, data_dir=data_dir)
+    run = chapters.runner(store=str(tmp_path), progress=False)
+    t = chapters.bmlama_methods(lambda model, p, m, **kw: run(lm, p, m, **kw), "x", pairs)
+    assert list(t.index) == ["en", "vi"]
+    assert ((t.meta_low <= t.meta) & (t.meta <= t.meta_high)).all()
+    assert (t.meta_pairs <= (~pairs.distractor_true).groupby(pairs.lang).sum()).all()
+    assert t.neuro.between(0, 1).all() and t.neuro_p_adjusted.between(0, 1).all()
+    assert (t.neuro_sentences > 50).all()
+    res = run(lm, pairs, "meta")                       # read again: Meta's own per-pair decisions
+    w = res.wide("meta")
+    w = w[(w.order == "") & w.pair_id.isin(pairs[~pairs.distractor_true].pair_id + "")]
+    assert t.meta_pairs.sum() <= len(w)

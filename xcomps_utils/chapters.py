@@ -364,12 +364,15 @@ def bmlama_methods(run: Runner, model: str, pairs: pd.DataFrame, methods=("meta"
     for the claims that Direct tracks them across languages.
 
     Meta: accuracy over the decided pairs whose distractor is not also true (the gold's answer
-    above the distractor's, each averaged over the two candidate orders of the question). Neuro:
-    the probe's nested balanced accuracy over a language's sentences (one probe a language,
-    ``probe_by=[["lang"]]``; folds keep each prompt whole; chance 0.5).
+    above the distractor's, each averaged over the two candidate orders of the question), with a
+    95% interval resampling facts and the decided pairs. Neuro: the probe's nested balanced
+    accuracy over a language's sentences (one probe a language, ``probe_by=[["lang"]]``; folds
+    keep each prompt whole; chance 0.5), its p against its own permutation draws adjusted over
+    the languages (max-T), and the sentences probed.
 
     Returns:
-        ``[languages, methods]`` (``meta``, ``neuro``), index the language.
+        one row per language: ``meta``, ``meta_low``, ``meta_high``, ``meta_pairs``, ``neuro``,
+        ``neuro_p_adjusted``, ``neuro_sentences`` (those of the methods run).
 
     Raises:
         ValueError: Meta on a language without a template (names those with one).
@@ -378,18 +381,28 @@ def bmlama_methods(run: Runner, model: str, pairs: pd.DataFrame, methods=("meta"
     from .claims import decided_rows
     from .xcomps_paper import pair_table
 
+    from .stats import accuracy_table
+
     res = run(model, pairs, list(methods), probe_by=[["lang"]])
-    out = {}
+    out = pd.DataFrame(index=pd.Index(sorted(pairs["lang"].unique()), name="lang"))
     if "meta" in methods:
         scored = pair_table(res.measures, pairs)
-        scored = decided_rows(scored[~scored["distractor_true"].astype(bool)], "meta_correct")
-        out["meta"] = scored.groupby("lang")["meta_correct"].mean()
+        scored = scored[~scored["distractor_true"].astype(bool)]
+        acc = accuracy_table(scored.assign(correct=scored["meta_correct"],
+                                           decision=scored["meta_decision"]), by="lang",
+                             item="fact").set_index("lang")
+        out = out.join(acc[["accuracy", "ci_low", "ci_high", "decided"]].rename(columns={
+            "accuracy": "meta", "ci_low": "meta_low", "ci_high": "meta_high",
+            "decided": "meta_pairs"}))
     if "neuro" in methods:
         groups = probing.probe_tables(res.wide("neuro"))[1]
-        ok = {"lang", "nested_balanced_accuracy"} <= set(groups)   # no probe: too few sentences
-        out["neuro"] = (groups.set_index("lang")["nested_balanced_accuracy"] if ok
-                        else pd.Series(float("nan"), index=sorted(pairs["lang"].unique())))
-    return pd.DataFrame(out)
+        cols = {"nested_balanced_accuracy": "neuro", "p_adjusted": "neuro_p_adjusted",
+                "n_sentences": "neuro_sentences"}
+        if {"lang", *cols} <= set(groups):   # else no probe: too few sentences
+            out = out.join(groups.set_index("lang")[list(cols)].rename(columns=cols))
+        else:
+            out["neuro"] = float("nan")
+    return out
 
 
 def bmlama_size_summary(power: pd.DataFrame, cost: pd.DataFrame) -> str:
@@ -404,8 +417,9 @@ def bmlama_size_summary(power: pd.DataFrame, cost: pd.DataFrame) -> str:
     for _, r in power.iterrows():
         c = cost[(cost.benchmark == r.benchmark) & (cost.model == r.model)]
         minutes = float(c.minutes_at.iloc[0]) if len(c) else float("nan")
-        spread = ("within their sampling noise: no spread between languages can be told apart "
-                  "from the noise at this size" if r.between_sd == 0 else
+        spread = ("within their sampling noise: a single language's place among the others is "
+                  "mostly its sample's at this size (a trend over many languages pools that "
+                  "noise and can still be decided)" if r.between_sd == 0 else
                   f"beyond their sampling noise (spread {r.between_sd:.3f} once the noise is "
                   f"removed)")
         out.append(

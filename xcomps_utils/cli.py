@@ -158,7 +158,7 @@ def run_cmd(methods, tasks_, languages, source, items_per_language, n_pairs, mod
         prefixes = METHODS[m].task_prefixes
         if METHODS[m].needs == "xcomps" and not all(t.startswith(prefixes) for t in tasks_):
             raise click.UsageError(f"{m}: {METHODS[m].why}: use --languages, or --task "
-                                   + " / ".join(f"{p}<...>" for p in prefixes))
+                                   + " / ".join(f"{p}<lang>" for p in prefixes))
     _unused(methods, wordings=wordings, use_chat_template=use_chat_template,
             bos_policy=bos_policy)
     if wordings and not _split(wordings):
