@@ -378,7 +378,6 @@ def bmlama_methods(run: Runner, model: str, pairs: pd.DataFrame, methods=("meta"
         ValueError: Meta on a language without a template (names those with one).
     """
     from . import probing
-    from .claims import decided_rows
     from .xcomps_paper import pair_table
 
     from .stats import accuracy_table
