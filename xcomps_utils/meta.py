@@ -149,17 +149,24 @@ def _validate(path, lang: str, t) -> dict:
     return t
 
 
-@functools.lru_cache(maxsize=8)
-def _load(path: str, mtime: float) -> dict:
+def _read_templates(path: str, what: str) -> dict:
+    """A template file's JSON object, with its ``templates`` object checked (DataError naming the
+    file otherwise)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
-        raise DataError(f"no metalinguistic template file {path}") from exc
+        raise DataError(f"no {what} file {path}") from exc
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: malformed JSON at line {exc.lineno} ({exc.msg})") from exc
     if not isinstance(data, dict) or not isinstance(data.get("templates"), dict):
         raise DataError(f"{path}: expected an object with a 'templates' object "
                         f"(language code -> template)")
+    return data
+
+
+@functools.lru_cache(maxsize=8)
+def _load(path: str, mtime: float) -> dict:
+    data = _read_templates(path, "metalinguistic template")
     from .xcomps import languages
 
     known = set(languages()["iso"])
@@ -377,15 +384,7 @@ def bmlama_meta_templates_sha256(path=None) -> str:
 def _load_bmlama(path: str, mtime: float) -> dict:
     from .bmlama import languages
 
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise DataError(f"no BMLAMA Meta template file {path}") from exc
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: malformed JSON at line {exc.lineno} ({exc.msg})") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("templates"), dict):
-        raise DataError(f"{path}: expected an object with a 'templates' object "
-                        f"(language code -> template)")
+    data = _read_templates(path, "BMLAMA Meta template")
     known = set(languages("bmlama17")) | set(languages("bmlama53"))
     for lang, t in data["templates"].items():
         where = f"{path}, language {lang!r}"
