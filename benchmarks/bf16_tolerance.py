@@ -14,7 +14,7 @@ runs there too) and reports, per model and pair set:
 Pair sets: BLiMP ``anaphor_gender_agreement`` and ``animate_subject_passive`` (``--n`` pairs
 each), the XCOMPS sample's pairs as Direct sentences (840 pairs, 7 languages) and as Meta
 prompts (``--meta-pairs`` pairs, both option orders, answers as continuations). The tolerance
-:data:`xcomps_utils.precision.BF16_PAIR_TOLERANCE` was chosen from this script's output (see its
+:data:`xcomps_utils.lm.precision.BF16_PAIR_TOLERANCE` was chosen from this script's output (see its
 docstring and ``benchmarks/README.md``); the last lines say whether the constant still covers the
 measurement. Needs ``XCOMPS_DATA_DIR``.
 
@@ -29,8 +29,10 @@ import json
 import numpy as np
 import pandas as pd
 
-from xcomps_utils import meta, precision, scoring, tasks, xcomps
-from xcomps_utils.models import load_model
+from xcomps_utils.lm import precision, scoring
+from xcomps_utils.lm.models import load_model
+from xcomps_utils.methods import meta
+from xcomps_utils.pairs import tasks, xcomps
 
 MODELS = ["smollm2-135m-instruct", "gemma-3-270m"]
 

@@ -1,7 +1,7 @@
 """How much Direct's prefix reuse saves on BMLAMA pairs, and whether a smaller ``min_prefix`` helps.
 
 A BMLAMA fact's sentences (the gold and each distractor filled in) share the prompt up to
-``<mask>``; :func:`xcomps_utils.scoring.prefix_groups` runs a shared prefix once when it is at
+``<mask>``; :func:`xcomps_utils.lm.scoring.prefix_groups` runs a shared prefix once when it is at
 least ``min_prefix`` tokens (default 8). For each language and ``min_prefix``, this prints the
 tokens the forward passes run with sharing against without (a ratio: tokens, not seconds), the
 tokens before the mask (the most a fact's sentences could share), and the largest per-token
@@ -22,9 +22,10 @@ import warnings
 
 import numpy as np
 
-from xcomps_utils import scoring, tasks
-from xcomps_utils.encoding import encode
-from xcomps_utils.models import load_model
+from xcomps_utils.lm import scoring
+from xcomps_utils.lm.encoding import encode
+from xcomps_utils.lm.models import load_model
+from xcomps_utils.pairs import tasks
 
 
 def tokens_run(seqs, groups) -> int:

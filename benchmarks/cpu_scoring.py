@@ -24,7 +24,9 @@ import torch
 
 import transformers
 
-from xcomps_utils import data, encoding, meta, models, perplexity, scoring, tasks, xcomps
+from xcomps_utils.lm import encoding, models, scoring
+from xcomps_utils.methods import meta, perplexity
+from xcomps_utils.pairs import data, tasks, xcomps
 
 
 def matmul_gflops(n: int = 2048, reps: int = 10) -> float:

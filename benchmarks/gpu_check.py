@@ -14,13 +14,13 @@ Rows of the table (``--smoke`` shrinks every size and runs on the CPU):
 * **Meta-like** prompts (one of 4 shared 24-token instructions + a 16-64-token question, each
   scored with two 2-4-token answers): ``xcomps_utils`` with and without prefix reuse; MFU counts
   the full texts. Goal: reuse >= 1.8x faster.
-* **Neuro**: :func:`xcomps_utils.neuro.last_token_states` peak memory (torch allocator above the
+* **Neuro**: :func:`xcomps_utils.methods.neuro.last_token_states` peak memory (torch allocator above the
   loaded model; on CUDA ``max_memory_allocated``) as sentences double at a fixed token budget
   (goal: flat, within 10%), the old view-keeping hook at that budget, and the automatic budget
   (goal: peak within the quarter of free memory it aims at).
 * **correctness** (small model, float32): ``xcomps_utils`` vs a float64 one-at-a-time reference,
   per token (goal <= 1e-5 nats); prefix reuse vs none; the same in bfloat16 (goal within
-  :data:`xcomps_utils.precision.BF16_PAIR_TOLERANCE`).
+  :data:`xcomps_utils.lm.precision.BF16_PAIR_TOLERANCE`).
 * **bf16 vs fp32** (8B shapes; the same weights cast): max |difference| per token, per sentence
   and per pair difference of 256 random minimal pairs (one token replaced), decision flips, and
   how many flips the near-tie flag catches.
@@ -47,8 +47,11 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from neuro_memory import peak_memory  # noqa: E402
 
-from xcomps_utils import encoding, neuro, precision, scoring  # noqa: E402
-from xcomps_utils.models import LanguageModel  # noqa: E402
+from xcomps_utils.lm import encoding, precision
+from xcomps_utils.methods import neuro
+
+from xcomps_utils.lm import scoring  # noqa: E402
+from xcomps_utils.lm.models import LanguageModel  # noqa: E402
 
 PEAK = 989e12
 COLUMNS = ["workload", "method", "items/s", "MFU", "peak MiB", "max abs diff (nats)", "goal"]
@@ -57,8 +60,8 @@ MIB = 2 ** 20
 
 class WordIds:
     """Tokenizer for synthetic texts: a text is space-separated token ids (``"17 942 3"``); any
-    other word maps to an id by CRC-32. Enough for :func:`xcomps_utils.encoding.encode`,
-    :func:`xcomps_utils.neuro.last_token_states` and the LM-head check."""
+    other word maps to an id by CRC-32. Enough for :func:`xcomps_utils.lm.encoding.encode`,
+    :func:`xcomps_utils.methods.neuro.last_token_states` and the LM-head check."""
 
     bos_token_id, eos_token_id, pad_token_id = 1, 2, 2
 
@@ -105,7 +108,7 @@ def config(kind: str):
 
 def build(kind: str, dtype: torch.dtype, device: str, seed: int = 0) -> LanguageModel:
     """A random-weight Llama (``kind``: ``llama-3.1-8b``, ``small``, ``tiny``) as a
-    :class:`~xcomps_utils.models.LanguageModel` with a :class:`WordIds` tokenizer. Weights are
+    :class:`~xcomps_utils.lm.models.LanguageModel` with a :class:`WordIds` tokenizer. Weights are
     drawn with std 0.02 (transformers' init); the LM head gets std 1 / sqrt(hidden) x 3 so
     that next-token distributions are not uniform."""
     from transformers import LlamaForCausalLM

@@ -1,7 +1,7 @@
 """Peak memory of the Neuro extraction as the token budget, the number of sentences and the
 sentences' length double.
 
-:func:`xcomps_utils.neuro.last_token_states` reads the last token's hidden state at every layer
+:func:`xcomps_utils.methods.neuro.last_token_states` reads the last token's hidden state at every layer
 with forward hooks that copy that one position into a ``[batch, L + 1, H]`` float32 buffer. The
 hooks used to keep ``h[:, -1]``, a *view* that keeps each layer's whole ``[batch, length, H]``
 output alive until the batch ends; this script measures both (``view hook`` re-creates the old
@@ -85,7 +85,9 @@ def sentences(base: list[str], n: int) -> list[str]:
 
 
 def main():
-    from xcomps_utils import encoding, models, neuro, xcomps
+    from xcomps_utils.lm import encoding, models
+    from xcomps_utils.methods import neuro
+    from xcomps_utils.pairs import xcomps
 
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -3,7 +3,7 @@ regression, 19 permutations of the per-layer probe, the nested score ranked agai
 best layer) and after (closed-form ridge probe, 199 permutations of the whole nested procedure,
 one joint max-T test over languages).
 
-The old implementation is read from git (``git show b882422:xcomps_utils/probing.py``) and run
+The old implementation is read from git (``git show b882422:xcomps_utils/methods/probing.py``) and run
 in the same process, one BLAS thread, one worker. Real data: SmolLM2-135M (the embedded model)
 on the XCOMPS sample, 24 items a language (the chapter's default size); synthetic: the states of
 ``tests/test_probing.py``'s generator at the same size.
@@ -23,11 +23,11 @@ import time
 import numpy as np
 import pandas as pd
 
-from xcomps_utils import probing
+from xcomps_utils.methods import probing
 
 
 def old_probing():
-    src = subprocess.run(["git", "show", "b882422:xcomps_utils/probing.py"], capture_output=True,
+    src = subprocess.run(["git", "show", "b882422:xcomps_utils/methods/probing.py"], capture_output=True,
                          text=True, check=True).stdout
     f = tempfile.NamedTemporaryFile("w", suffix=".py", delete=False)
     f.write(src)
@@ -39,8 +39,9 @@ def old_probing():
 
 
 def real_states(langs, items):
-    from xcomps_utils import models, xcomps
-    from xcomps_utils.neuro import last_token_states
+    from xcomps_utils.lm import models
+    from xcomps_utils.methods.neuro import last_token_states
+    from xcomps_utils.pairs import xcomps
 
     pairs = xcomps.load_languages(langs, source="sample", items_per_language=items, seed=0)
     lm = models.load_model("smollm2-135m-instruct", device="cpu")

@@ -73,7 +73,7 @@ def _data_env(monkeypatch):
 
 @pytest.fixture(scope="session")
 def lm():
-    from xcomps_utils.models import load_model
+    from xcomps_utils.lm.models import load_model
 
     return load_model("smollm2-135m-instruct", device="cpu", dtype="float32")
 
@@ -81,7 +81,7 @@ def lm():
 @pytest.fixture(scope="session")
 def gemma():
     """Gemma-3-270M (embedded, cached after its first conversion); skipped if not installed."""
-    from xcomps_utils.models import load_model
+    from xcomps_utils.lm.models import load_model
 
     try:
         return load_model("gemma-3-270m", device="cpu", dtype="float32")

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from xcomps_utils import cli, methods, params, planner, store as S, sweep as SW
+from xcomps_utils.pages import params
+from xcomps_utils.runs import cli, execute as methods, planner, store as S, sweep as SW
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -41,7 +42,7 @@ def _no_model(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError("a model was loaded")
     monkeypatch.setattr(planner, "load", refuse)
-    from xcomps_utils import models
+    from xcomps_utils.lm import models
     monkeypatch.setattr(models, "load_model", refuse)
 
 
@@ -177,7 +178,8 @@ def test_one_garbage_run_json_among_six_hides_none_of_the_others(tmp_path):
 
 def test_a_damaged_unfinished_run_is_refused_before_a_model_loads_and_stays_running(
         data_dir, tmp_path, monkeypatch):
-    from xcomps_utils import models, tasks
+    from xcomps_utils.lm import models
+    from xcomps_utils.pairs import tasks
 
     pairs = tasks.sample(["blimp_anaphor"], 3, 0)
     (spec,) = planner.plan("smollm2-135m-instruct", pairs, ["direct"], {}, store=tmp_path,

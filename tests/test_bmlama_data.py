@@ -10,8 +10,8 @@ import warnings
 
 import pytest
 
-from xcomps_utils import bmlama, data, tasks
-from xcomps_utils.data import ChecksumError, DataError
+from xcomps_utils.pairs import bmlama, data, tasks
+from xcomps_utils.pairs.data import ChecksumError, DataError
 
 
 def _load(name, **kw):

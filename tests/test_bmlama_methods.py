@@ -11,8 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils import bmlama, data, meta, methods, planner, scoring, tasks
-from xcomps_utils.data import DataError
+from xcomps_utils.lm import scoring
+from xcomps_utils.methods import meta
+from xcomps_utils.pairs import bmlama, data, tasks
+from xcomps_utils.pairs.data import DataError
+from xcomps_utils.runs import execute as methods, planner
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +136,7 @@ def test_neuro_on_bmlama_keeps_a_prompt_whole_and_leaves_out_true_distractors(
 
 
 def test_the_chapters_meta_and_neuro_table_reads_the_runs(lm, data_dir, tmp_path):
-    from xcomps_utils import chapters
+    from xcomps_utils.pages import chapters
 
     pairs = tasks.sample(["bmlama17:en", "bmlama17:vi"], 90, 0, data_dir=data_dir)
     run = chapters.runner(store=str(tmp_path), progress=False)

@@ -1,4 +1,4 @@
-"""BMLAMA at the language unit (xcomps_utils.bmlama_study), on synthetic frames with a known answer.
+"""BMLAMA at the language unit (xcomps_utils.analysis.bmlama_study), on synthetic frames with a known answer.
 
 Pair frames imitate a Direct run on BMLAMA rows (a gold and 9 distractors per fact, candidate
 priors shared across languages as lengths and frequencies are); language-level claims are fed
@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils import bmlama_study as B
-from xcomps_utils.claims import ALPHA, correct
-from xcomps_utils.precision import decisions, near_ties
+from xcomps_utils.analysis import bmlama_study as B
+from xcomps_utils.analysis.claims import ALPHA, correct
+from xcomps_utils.lm.precision import decisions, near_ties
 
 
 def _bound(p: float, n: int) -> float:

@@ -196,7 +196,8 @@ MAX_CELL_LINES = 12  # non-blank lines of one code cell (the parameters cell apa
 
 
 def code_cells(text: str) -> list[tuple[int, bool, str]]:
-    """The code cells of a MyST chapter, in order: ``(non-blank lines, exempt, first line)``.
+    """The code cells of a MyST chapter, in order: ``(non-blank lines, exempt, first line)``,
+    import lines not counted (a chapter imports from several layers of the package, one line each).
     Exempt are the cells inside an exercise solution, what lies between a
     ```` ```{solution-start} ```` and a ```` ```{solution-end} ```` directive (markdown cells, as
     jupytext reads them), and the papermill ``parameters`` cell (one parameter a line, so that
@@ -213,7 +214,8 @@ def code_cells(text: str) -> list[tuple[int, bool, str]]:
                 elif line.startswith("```{solution-end}"):
                     in_solution = False
         elif cell.cell_type == "code":
-            lines = [x for x in cell.source.splitlines() if x.strip()]
+            lines = [x for x in cell.source.splitlines()
+                     if x.strip() and not x.startswith(("import ", "from "))]
             exempt = in_solution or "parameters" in cell.metadata.get("tags", [])
             cells.append((len(lines), exempt, lines[0] if lines else ""))
     return cells
@@ -245,7 +247,7 @@ def test_chapter_code_is_short(chapter):
 
 
 def test_figures_come_from_plots():
-    """No chapter draws a figure by hand: figures are :mod:`xcomps_utils.plots` functions (axes
+    """No chapter draws a figure by hand: figures are :mod:`xcomps_utils.pages.plots` functions (axes
     labelled, units, the model in the title); a chapter only calls them and ``plt.show()``."""
     import jupytext
 
@@ -262,7 +264,7 @@ def test_figures_come_from_plots():
 def test_plots_all_lists_every_public_function():
     import inspect
 
-    from xcomps_utils import plots
+    from xcomps_utils.pages import plots
 
     public = {n for n, o in vars(plots).items() if not n.startswith("_")
               and inspect.isfunction(o) and o.__module__ == plots.__name__}

@@ -1,9 +1,10 @@
-"""The chapters' one-line run helper (xcomps_utils.chapters) and its small page tables."""
+"""The chapters' one-line run helper (xcomps_utils.pages.chapters) and its small page tables."""
 
 import pandas as pd
 import pytest
 
-from xcomps_utils import chapters, methods
+from xcomps_utils.pages import chapters
+from xcomps_utils.runs import execute as methods
 
 
 def _pairs(n=4):

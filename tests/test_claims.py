@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils import claims, perplexity_paper, xcomps, xcomps_paper
+from xcomps_utils.analysis import claims, perplexity_paper, xcomps_paper
+from xcomps_utils.pairs import xcomps
 
 TYPES = ["taxonomic", "overlap", "co-occurrence", "random"]
 LANGS7 = [("en", "analytic", "high"), ("de", "inflected", "high"), ("fr", "inflected", "high"),
@@ -474,7 +475,7 @@ def _item_means(mean, s, n=40, per=8, item_sd=0.1, sd=0.2, col="v", task="t"):
 @pytest.mark.parametrize("name", ["pivotal_direction", "concept_carries_most",
                                   "property_above_chance"])
 def test_mean_claims_reach_both_outcomes_hold_their_null_and_have_power(name):
-    from xcomps_utils import concept_prior as D
+    from xcomps_utils.analysis import concept_prior as D
 
     if name == "pivotal_direction":
         col, null = "direction_pivotal_ppl", 0.0
@@ -504,7 +505,7 @@ def test_every_family_a_page_forms_is_declared_in_one_table():
     from pathlib import Path
     repo = Path(__file__).resolve().parent.parent
     found = set()
-    for path in [*repo.glob("xcomps_utils/*.py"), *repo.glob("notebooks/*.md")]:
+    for path in [*repo.glob("xcomps_utils/**/*.py"), *repo.glob("notebooks/*.md")]:
         text = path.read_text(encoding="utf-8")
         for m in re.finditer(r"correct\((?:[^()]|\([^()]*\))*?,\s*f?\"([^\"]+)\"", text):
             found.add((path.name, re.sub(r" \(\{[^}]*\}\)$", "", m.group(1))))

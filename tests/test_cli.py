@@ -9,9 +9,10 @@ import time
 import pandas as pd
 from click.testing import CliRunner
 
-from xcomps_utils import cli, methods, store as S, tasks
+from xcomps_utils.pairs import tasks
+from xcomps_utils.runs import cli, execute as methods, store as S
 
-CLI = [sys.executable, "-m", "xcomps_utils.cli"]
+CLI = [sys.executable, "-m", "xcomps_utils.runs.cli"]
 
 
 def test_usage_errors_exit_2_and_name_the_option():
@@ -91,7 +92,8 @@ def test_readme_example_run_id_is_the_one_the_command_prints(data_dir):
     import re
     from pathlib import Path
 
-    from xcomps_utils import models, sweep as SW
+    from xcomps_utils.lm import models
+    from xcomps_utils.runs import sweep as SW
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     cmd = re.search(r"xcomps-study run (direct) --task (\S+) --n-pairs (\d+)\n", readme)

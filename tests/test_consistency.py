@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils import consistency as C
+from xcomps_utils.analysis import consistency as C
 
 TYPES = ["taxonomic", "overlap", "co-occurrence", "random"]
 
@@ -117,7 +117,7 @@ def _typed(rng, langs, kind, n_items=40, flip=0.1, shared=0.0):
 
 
 def test_agreement_follows_type_is_a_language_level_test_over_eighteen_languages():
-    from xcomps_utils import xcomps
+    from xcomps_utils.pairs import xcomps
 
     info = xcomps.languages().set_index("iso")
     langs = list(info.index)
@@ -211,7 +211,8 @@ def test_agreement_and_the_xcomps_tables_keep_the_same_pairs():
     """One near-tie rule: a near tie and an exact tie are dropped by the kappa matrix exactly
     as by the XCOMPS accuracy tables (claims.decided_rows, xcomps_paper.method_tables), whether
     the pairs carry the run's decisions (precision.decisions) or only tie / near-tie flags."""
-    from xcomps_utils import precision, xcomps_paper
+    from xcomps_utils.analysis import xcomps_paper
+    from xcomps_utils.lm import precision
 
     rng = np.random.default_rng(6)
     d = _scored({"en": rng.integers(0, 2, 40), "de": rng.integers(0, 2, 40)}, 10)
@@ -233,7 +234,7 @@ def test_agreement_and_the_xcomps_tables_keep_the_same_pairs():
 def test_the_printed_agreement_verdict_flips_with_the_data():
     """What the page prints (claims.correct then claims_markdown, as its claims cell): shared
     item knowledge reads Supported; a type effect alone does not."""
-    from xcomps_utils import claims
+    from xcomps_utils.analysis import claims
 
     def printed(d):
         t = C.cross_lingual_agreement(d, n_boot=200, n_perm=499)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from xcomps_utils import data, paths, tasks
-from xcomps_utils.data import ChecksumError, DataError, DataQualityWarning
+from xcomps_utils import paths
+from xcomps_utils.pairs import data, tasks
+from xcomps_utils.pairs.data import ChecksumError, DataError, DataQualityWarning
 
 REPO = Path(__file__).resolve().parent.parent
 

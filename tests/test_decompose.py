@@ -6,12 +6,11 @@ import pandas as pd
 import pytest
 import torch
 
-from xcomps_utils import concept_prior
-from xcomps_utils import decompose as D
-from xcomps_utils import xcomps
-from xcomps_utils.methods import run
-from xcomps_utils.precision import FLOAT32_LENGTH_TOLERANCE
-from xcomps_utils.scoring import TokenScores
+from xcomps_utils.analysis import concept_prior, decompose as D
+from xcomps_utils.lm.precision import FLOAT32_LENGTH_TOLERANCE
+from xcomps_utils.lm.scoring import TokenScores
+from xcomps_utils.pairs import xcomps
+from xcomps_utils.runs.execute import run
 
 LANGS = xcomps.SAMPLE_LANGUAGES  # en de fr zh vi tr hu: Latin, Han, diacritics, suffixes
 
@@ -135,7 +134,7 @@ def test_parts_sum_to_the_whole_in_every_script(model, request, sample_pairs, tm
 def test_conditional_direct_equals_plain_loop(model, request, sample_pairs, tmp_path):
     """cond = log p(sentence) - log p(prefix up to the concept's end), each text scored alone by
     a plain loop, within the float32 tolerance across sequence lengths
-    (:data:`xcomps_utils.precision.FLOAT32_LENGTH_TOLERANCE` per token); and every continuation
+    (:data:`xcomps_utils.lm.precision.FLOAT32_LENGTH_TOLERANCE` per token); and every continuation
     token within 1e-5 (same sequence, same length).
 
     The run scores one text per forward pass (``batch_size=1``): this test is about the identity
@@ -274,7 +273,7 @@ def test_chapter_runs_small_and_renders_again_from_its_store(tmp_path):
     import jupytext
     import papermill
 
-    from xcomps_utils.store import Store
+    from xcomps_utils.runs.store import Store
 
     repo = __import__("pathlib").Path(__file__).resolve().parent.parent
     src = tmp_path / "chapter.ipynb"
@@ -299,7 +298,7 @@ def test_chapter_runs_small_and_renders_again_from_its_store(tmp_path):
 def test_the_printed_gain_verdict_flips_with_the_data():
     """The page's claims cell (claims.correct, claims_markdown): a helpful prior prints
     Supported, a noisy one that costs Direct accuracy prints Contradicted."""
-    from xcomps_utils import claims
+    from xcomps_utils.analysis import claims
 
     def printed(d):
         fns = (concept_prior.prior_favours_acceptable, concept_prior.direct_gains_from_prior)

@@ -1,9 +1,9 @@
-"""Helpers behind the book's exercise solutions (xcomps_utils.exercises) and the Figure 2 layout."""
+"""Helpers behind the book's exercise solutions (xcomps_utils.pages.exercises) and the Figure 2 layout."""
 
 import pandas as pd
 import pytest
 
-from xcomps_utils import exercises
+from xcomps_utils.pages import exercises
 
 
 def _policies():
@@ -51,7 +51,8 @@ def test_first_word_split_parts_sum_to_the_difference_and_follow_the_spans():
 
 
 def test_reprobe_reproduces_the_stored_probe_and_leaks_with_sentence_folds(lm, tmp_path):
-    from xcomps_utils import methods, xcomps
+    from xcomps_utils.pairs import xcomps
+    from xcomps_utils.runs import execute as methods
 
     pairs = xcomps.load_languages(["en"], source="sample", items_per_language=6, seed=0)
     res = methods.run(lm, pairs, ["neuro"], store=tmp_path / "results", probe_by=[["lang"]],
@@ -81,7 +82,7 @@ def test_pivotal_share_histograms_stay_legible_at_page_width():
     import matplotlib
 
     matplotlib.use("Agg")
-    from xcomps_utils import plots
+    from xcomps_utils.pages import plots
 
     tasks = ["blimp_anaphor", "blimp_animacy", "dust", "crows_pairs", "nonsense"]
     metrics = pd.DataFrame({"task": [t for t in tasks for _ in range(4)],
@@ -107,7 +108,7 @@ def test_chapter_figures_label_axes_and_name_the_model():
     import matplotlib
 
     matplotlib.use("Agg")
-    from xcomps_utils import plots
+    from xcomps_utils.pages import plots
 
     langs = ["en", "de", "zh"]
     summary = pd.DataFrame({"delta_concept": [1.0, 0.5, -0.2], "delta_property": [0.2, 0.1, 0.3],
@@ -139,7 +140,7 @@ def test_chapter_figures_label_axes_and_name_the_model():
 def test_load_with_template_reports_what_the_loader_rejects():
     """The Meta-template exercise: a copy of the shipped file with one template added loads, or
     gives the loader's message naming the language and field."""
-    from xcomps_utils import meta
+    from xcomps_utils.methods import meta
 
     fr = dict(meta.meta_template("fr"))
     assert exercises.load_with_template("fr", fr) == "the template file loads"

@@ -5,9 +5,9 @@ import re
 import numpy as np
 import pytest
 
-from xcomps_utils import decompose as D
-from xcomps_utils.explorer import explorer_data, token_explorer_html
-from xcomps_utils.scoring import TokenScores
+from xcomps_utils.analysis import decompose as D
+from xcomps_utils.lm.scoring import TokenScores
+from xcomps_utils.pages.explorer import explorer_data, token_explorer_html
 
 pytest.importorskip("bokeh")
 

@@ -9,7 +9,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from xcomps_utils import encoding, neuro
+from xcomps_utils.lm import encoding
+from xcomps_utils.methods import neuro
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))

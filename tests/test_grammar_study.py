@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils import claims, grammar_study
-from xcomps_utils.scoring import TokenScores
+from xcomps_utils.analysis import claims, grammar_study
+from xcomps_utils.lm.scoring import TokenScores
 
 
 # ------------------------------------------------------------------------------ conventions

@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils import data, grammar, grammar_study, tasks
-from xcomps_utils.data import ChecksumError, DataError
-from xcomps_utils.scoring import TokenScores
+from xcomps_utils.analysis import grammar_study
+from xcomps_utils.lm.scoring import TokenScores
+from xcomps_utils.pairs import data, grammar, tasks
+from xcomps_utils.pairs.data import ChecksumError, DataError
 
 
 def _load(name, **kw):
@@ -311,7 +312,7 @@ def test_planted_pivotal_share():
                                    ["rublimp:np_agreement_case", "multiblimp:ell",
                                     "multiblimp:tur", "multiblimp:nld"]])
 def test_decomposition_sums_to_the_total_in_every_script(lm, names):
-    from xcomps_utils.methods import run
+    from xcomps_utils.runs.execute import run
 
     pairs = tasks.sample(names, 4, seed=0)
     res = run(lm, pairs, ["direct"], progress=False)

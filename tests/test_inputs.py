@@ -11,10 +11,12 @@ import torch
 import yaml
 from click.testing import CliRunner
 
-from xcomps_utils import cli, data, methods, params, planner, store as S, tasks
-from xcomps_utils.encoding import check_pair_texts, context_length, text_problem
+from xcomps_utils.lm.encoding import check_pair_texts, context_length, text_problem
+from xcomps_utils.pages import params
+from xcomps_utils.pairs import data, tasks
+from xcomps_utils.runs import cli, execute as methods, planner, store as S
 
-CLI = [sys.executable, "-m", "xcomps_utils.cli"]
+CLI = [sys.executable, "-m", "xcomps_utils.runs.cli"]
 
 
 def _pairs(good, bad="The cat sleeps."):
@@ -179,7 +181,7 @@ def test_chapter_checks_read_the_package_declarations():
     import re
     from pathlib import Path
 
-    from xcomps_utils import config
+    from xcomps_utils.methods import config
 
     for value in config.DTYPES:
         params.check({"dtype": value}, dtype="dtype")

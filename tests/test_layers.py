@@ -1,17 +1,18 @@
-"""The package's layers, read from its source with ``ast`` (nothing is imported).
+"""The package's layers, read from its folders with ``ast`` (nothing is imported but in the torch
+test).
 
-* **loaders** read pairs from files (the data layer of ``ARCHITECTURE.md``): :data:`LOADERS`;
-* **methods** load models, score, probe, plan, execute and store runs: :data:`METHODS`;
-* **analysis** turns results into a paper's tables and claims: :data:`ANALYSIS` (the claims
-  machinery and the per-paper modules);
-* **presentation** draws and serves the chapters: :data:`PRESENTATION`.
+The folders of ``xcomps_utils`` are the layers (:data:`ORDER`): ``pairs`` (minimal-pair data),
+``lm`` (models and log-probabilities), ``methods`` (Direct, Meta, Neuro, token-level
+perplexity), ``runs`` (plan, execute, store, command line), ``analysis`` (claims and the papers'
+tables) and ``pages`` (what chapters share); the top-level modules (``paths``) are the base that
+every layer may read. A module of one layer imports only modules of the layers :data:`MAY_IMPORT`
+lists for it: each layer the ones before it, except that ``runs`` and ``analysis`` are siblings
+(neither imports the other: analysis takes frames, not stores).
 
 Every import between package modules is counted, at the top of a module or inside a function
-(``from .x import y``, ``from . import x``, ``from xcomps_utils.x import y``,
-``import xcomps_utils.x``). The module graph must have no cycle; no module may import another
-module's private name (``_x``, as ``from .x import _y`` or as ``x._y`` on an imported module);
-loaders import only loaders; loaders and methods import no analysis or presentation module;
-analysis imports no presentation module.
+(``from .x import y``, ``from ..f import x``, ``from ..f.x import y``, ``from xcomps_utils.f.x
+import y``, ``import xcomps_utils.f.x``). The module graph must have no cycle, no module may import
+another module's private name (``_x``), and ``pairs``, ``analysis`` and ``pages`` import no torch.
 """
 
 from __future__ import annotations
@@ -26,23 +27,44 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "xcomps_utils"
 
-LOADERS = {"paths", "data", "xcomps", "grammar", "tasks", "nonsense", "typology", "bmlama"}
-METHODS = {"encoding", "models", "scoring", "token_scores", "words", "meta", "perplexity", "neuro", "probing",
-           "precision", "decompose", "config", "params", "planner", "methods", "ray_executor",
-           "sweep", "cli", "store", "results"}
-ANALYSIS = {"claims", "stats", "consistency", "concept_prior", "xcomps_paper", "perplexity_paper",
-            "grammar_study", "bmlama_study"}
-PRESENTATION = {"plots", "chapters", "explorer", "exercises"}
+#: The layers, lowest first: the package's folders.
+ORDER = ("pairs", "lm", "methods", "runs", "analysis", "pages")
+#: What each layer may import ("" is the top level: ``paths`` and ``__init__``).
+MAY_IMPORT = {"": {""}, "pairs": {"", "pairs"}, "lm": {"", "pairs", "lm"},
+              "methods": {"", "pairs", "lm", "methods"},
+              "runs": {"", "pairs", "lm", "methods", "runs"},
+              "analysis": {"", "pairs", "lm", "methods", "analysis"},
+              "pages": {"", *ORDER}}
+
+
+def layer(module: str) -> str:
+    """``"pairs.data"`` -> ``"pairs"``; a top-level module (``"paths"``) -> ``""``."""
+    return module.rpartition(".")[0]
 
 
 def _sources(package: Path = PACKAGE) -> dict[str, str]:
-    return {p.stem: p.read_text(encoding="utf-8") for p in sorted(package.glob("*.py"))}
+    """``{"pairs.data": source, ..., "paths": source, "__init__": source}``; a folder's
+    ``__init__`` is ``"pairs.__init__"``."""
+    return {".".join(p.relative_to(package).with_suffix("").parts): p.read_text(encoding="utf-8")
+            for p in sorted(package.rglob("*.py"))}
+
+
+def _resolve(mod: str, level: int, target: str | None) -> str:
+    """The package-relative name an import refers to (``""`` for the package itself)."""
+    if level == 0:
+        return (target or "").removeprefix("xcomps_utils").lstrip(".")
+    parts = mod.split(".")[:-1]  # the importing module's package
+    parts = parts[:len(parts) - (level - 1)] if level > 1 else parts
+    return ".".join(parts + ([target] if target else []))
 
 
 def imports(sources: dict[str, str]) -> dict[str, dict[str, set[str]]]:
     """``{module: {imported module: names taken from it}}`` for every package module: the
-    names of ``from .x import a, b`` and the attributes read off ``from . import x`` /
-    ``import xcomps_utils.x`` (``x.a``)."""
+    names of ``from .x import a, b`` and the attributes read off an imported module (``x.a``)."""
+    def module(name):
+        return name if name in sources else (f"{name}.__init__" if f"{name}.__init__" in sources
+                                              else None)
+
     out = {}
     for mod, src in sources.items():
         tree = ast.parse(src, filename=f"{mod}.py")
@@ -50,31 +72,32 @@ def imports(sources: dict[str, str]) -> dict[str, dict[str, set[str]]]:
         aliases: dict[str, str] = {}  # local name -> package module
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
-                inside = node.level == 1 or (node.level == 0 and node.module is not None and (
+                inside = node.level > 0 or (node.module is not None and (
                     node.module == "xcomps_utils" or node.module.startswith("xcomps_utils.")))
                 if not inside:
                     continue
-                base = (node.module or "").removeprefix("xcomps_utils").lstrip(".")
-                if base:
-                    deps.setdefault(base.split(".")[0], set()).update(a.name for a in node.names)
-                else:  # from . import x / from xcomps_utils import x
-                    for a in node.names:
-                        if a.name in sources and a.name != "__init__":
-                            deps.setdefault(a.name, set())
-                            aliases[a.asname or a.name] = a.name
+                base = _resolve(mod, node.level, node.module)
+                for a in node.names:
+                    sub = module(f"{base}.{a.name}" if base else a.name)
+                    if sub is not None and not sub.endswith("__init__"):  # from .f import x
+                        deps.setdefault(sub, set())
+                        aliases[a.asname or a.name] = sub
+                    elif module(base or "__init__") is not None:
+                        deps.setdefault(module(base or "__init__"), set()).add(a.name)
             elif isinstance(node, ast.Import):
                 for a in node.names:
                     if a.name.startswith("xcomps_utils."):
-                        target = a.name.split(".")[1]
-                        deps.setdefault(target, set())
-                        if a.asname:
-                            aliases[a.asname] = target
+                        target = module(a.name.removeprefix("xcomps_utils."))
+                        if target is not None:
+                            deps.setdefault(target, set())
+                            if a.asname:
+                                aliases[a.asname] = target
         for node in ast.walk(tree):
             if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                     and node.value.id in aliases):
                 deps[aliases[node.value.id]].add(node.attr)
         deps.pop(mod, None)
-        out[mod] = {d: names for d, names in deps.items() if d in sources}
+        out[mod] = deps
     return out
 
 
@@ -111,21 +134,19 @@ def private_imports(graph) -> list[str]:
 
 
 def layer_violations(graph) -> list[str]:
-    bad = [f"loader {m} imports {d} (not a loader)" for m in LOADERS & set(graph)
-           for d in graph[m] if d not in LOADERS]
-    bad += [f"{m} imports the analysis module {d}" for m in (LOADERS | METHODS) & set(graph)
-            for d in graph[m] if d in ANALYSIS]
-    bad += [f"{m} imports the presentation module {d}" for m in set(graph) - PRESENTATION
-            for d in graph[m] if d in PRESENTATION]
-    return sorted(bad)
+    return sorted(f"{m} ({layer(m) or 'top level'}) imports {d} ({layer(d) or 'top level'})"
+                  for m, deps in graph.items() for d in deps
+                  if layer(d) not in MAY_IMPORT.get(layer(m), set()))
 
 
-GRAPH = imports(_sources())
+SOURCES = _sources()
+GRAPH = imports(SOURCES)
 
 
 def test_every_module_is_in_a_layer():
-    """A new module must be placed in a layer here."""
-    assert set(GRAPH) - {"__init__"} - LOADERS - METHODS - ANALYSIS - PRESENTATION == set()
+    """A module lives in one of the layer folders (or is one of the few top-level ones)."""
+    assert {layer(m) for m in GRAPH} == {"", *ORDER}
+    assert sorted(m for m in GRAPH if layer(m) == "") == ["__init__", "paths"]
 
 
 def test_no_import_cycle():
@@ -143,32 +164,47 @@ def test_layers_import_only_downwards():
 # --- the checks find what they look for -------------------------------------------------------
 
 @pytest.mark.parametrize("sources, check, expected", [
-    ({"data": "from . import xcomps\n", "xcomps": "def f():\n    from .data import read\n"},
-     lambda g: cycle(g), ["data", "xcomps", "data"]),
-    ({"a": "from .b import _hidden\n", "b": ""}, private_imports, ["a imports b._hidden"]),
-    ({"a": "from . import b as B\nB._load()\n", "b": ""}, private_imports, ["a imports b._load"]),
-    ({"a": "import xcomps_utils.b\n", "b": "from xcomps_utils import a\n"},
-     lambda g: cycle(g), ["a", "b", "a"]),
-    ({"scoring": "def f():\n    from .claims import correct\n", "claims": ""},
-     layer_violations, ["scoring imports the analysis module claims"]),
-    ({"xcomps": "from .scoring import token_scores\n", "scoring": ""}, layer_violations,
-     ["loader xcomps imports scoring (not a loader)"]),
-    ({"claims": "from . import plots\n", "plots": ""}, layer_violations,
-     ["claims imports the presentation module plots"]),
+    ({"pairs.data": "from . import xcomps\n",
+      "pairs.xcomps": "def f():\n    from .data import read\n"},
+     lambda g: cycle(g), ["pairs.data", "pairs.xcomps", "pairs.data"]),
+    ({"lm.a": "from .b import _hidden\n", "lm.b": ""}, private_imports, ["lm.a imports lm.b._hidden"]),
+    ({"lm.a": "from ..pairs import b as B\nB._load()\n", "pairs.b": ""}, private_imports,
+     ["lm.a imports pairs.b._load"]),
+    ({"lm.a": "import xcomps_utils.runs.b\n", "runs.b": "from xcomps_utils.lm import a\n"},
+     lambda g: cycle(g), ["lm.a", "runs.b", "lm.a"]),
+    ({"lm.scoring": "def f():\n    from ..analysis.claims import correct\n", "analysis.claims": ""},
+     layer_violations, ["lm.scoring (lm) imports analysis.claims (analysis)"]),
+    ({"pairs.xcomps": "from ..lm.scoring import token_scores\n", "lm.scoring": ""},
+     layer_violations, ["pairs.xcomps (pairs) imports lm.scoring (lm)"]),
+    ({"analysis.claims": "from ..runs import store\n", "runs.store": ""}, layer_violations,
+     ["analysis.claims (analysis) imports runs.store (runs)"]),
+    ({"runs.cli": "from ..analysis import claims\n", "analysis.claims": ""}, layer_violations,
+     ["runs.cli (runs) imports analysis.claims (analysis)"]),
+    ({"paths": "from .pages import plots\n", "pages.plots": ""}, layer_violations,
+     ["paths (top level) imports pages.plots (pages)"]),
 ])
 def test_the_checks_find_a_planted_violation(sources, check, expected):
     assert check(imports(sources)) == expected
 
 
+def test_the_graph_sees_each_import_form():
+    g = imports({"runs.a": "from ..lm.b import x\nfrom ..lm import c\nimport xcomps_utils.pairs.d\n"
+                           "from xcomps_utils.pairs import e as E\nfrom .. import paths\nE.f\n",
+                 "lm.b": "", "lm.c": "", "pairs.d": "", "pairs.e": "", "paths": ""})
+    assert g["runs.a"] == {"lm.b": {"x"}, "lm.c": set(), "pairs.d": set(), "pairs.e": {"f"},
+                           "paths": set()}
+
+
 # --- the torch boundary -------------------------------------------------------------------------
 
-#: Modules that must not import torch when imported: the analysis, the figures, the chapters' glue,
-#: the loaders, and the run machinery (torch is imported where a model is loaded or text is
-#: scored: models, scoring, neuro, probing; reading a stored run still imports it once, to resolve
-#: device "auto" for the run's key).
-TORCH_FREE = sorted(ANALYSIS | PRESENTATION | LOADERS | {"token_scores", "methods", "planner",
-                                                           "store", "results", "decompose",
-                                                           "perplexity", "encoding", "config"})
+#: Modules that must not import torch when imported: every module of pairs, analysis and pages
+#: (the data, the claims, the figures and the chapters' glue), the plain data types of lm, and
+#: what reads a stored run (torch is imported where a model is loaded or text is scored:
+#: lm.models, lm.scoring, methods.neuro, methods.probing, methods.meta).
+TORCH_FREE = sorted({m for m in GRAPH if layer(m) in ("pairs", "analysis", "pages")}
+                    | {"lm.token_scores", "lm.words", "lm.precision", "lm.encoding",
+                       "methods.config", "methods.perplexity", "runs.execute", "runs.planner",
+                       "runs.store", "runs.results"})
 
 
 def _torch_modules(code: str, env=None) -> list[str]:
@@ -180,8 +216,9 @@ def _torch_modules(code: str, env=None) -> list[str]:
 
 
 def test_the_analysis_the_figures_and_a_stores_reader_import_no_torch():
-    code = "import importlib\n" + "".join(f"importlib.import_module('xcomps_utils.{m}')\n"
-                                          for m in TORCH_FREE)
+    code = "import importlib\n" + "".join(
+        f"importlib.import_module('xcomps_utils.{m.removesuffix('.__init__')}')\n"
+        for m in TORCH_FREE)
     assert _torch_modules(code) == []
     # and the check sees torch when a module does import it
-    assert _torch_modules("import xcomps_utils.scoring") != []
+    assert _torch_modules("import xcomps_utils.lm.scoring") != []

@@ -1,5 +1,5 @@
 """Meta in every language: the template file, the option rule, and upstream-shaped files in all
-18 languages through :func:`xcomps_utils.meta.build_meta_prompts` and the methods layer."""
+18 languages through :func:`xcomps_utils.methods.meta.build_meta_prompts` and the methods layer."""
 
 import json
 import math
@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from xcomps_utils import data, meta, xcomps
-from xcomps_utils.data import DataError
-from xcomps_utils.methods import run as run_methods
+from xcomps_utils.methods import meta
+from xcomps_utils.pairs import data, xcomps
+from xcomps_utils.pairs.data import DataError
+from xcomps_utils.runs.execute import run as run_methods
 
 ALL_LANGUAGES = sorted(xcomps.XCOMPS_LANGUAGES + ["en"])
 

@@ -8,8 +8,11 @@ import pytest
 
 from click.testing import CliRunner
 
-from xcomps_utils import (cli, config, planner, probing, methods, params, scoring,
-                          store as S, sweep as SW, tasks, xcomps)
+from xcomps_utils.lm import scoring
+from xcomps_utils.methods import config, probing
+from xcomps_utils.pages import params
+from xcomps_utils.pairs import tasks, xcomps
+from xcomps_utils.runs import cli, execute as methods, planner, store as S, sweep as SW
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from xcomps_utils import models
-from xcomps_utils.data import file_sha256
+from xcomps_utils.lm import models
+from xcomps_utils.pairs.data import file_sha256
 
-LOAD = [sys.executable, "-c", "from xcomps_utils.models import load_model; "
+LOAD = [sys.executable, "-c", "from xcomps_utils.lm.models import load_model; "
         "lm = load_model('smollm2-135m-instruct', device='cpu'); print(lm.revision)"]
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from xcomps_utils import models
+from xcomps_utils.lm import models
 
 
 def test_converted_cache_scores_exactly_like_the_gguf_model(lm):

@@ -56,7 +56,7 @@ def _parameters(nb) -> dict:
 def _runs_created_by(nb, store=STORE) -> pd.DataFrame:
     """The runs of ``store`` created while ``nb`` was executed (run.json's ``created`` is to the
     second; papermill records the notebook's start and end)."""
-    from xcomps_utils.store import Store
+    from xcomps_utils.runs.store import Store
 
     pm = nb["metadata"]["papermill"]
     start = datetime.fromisoformat(pm["start_time"]).replace(microsecond=0)
@@ -75,7 +75,7 @@ def test_parameters_cell_survives_jupytext():
 
 
 def test_direct_scoring_and_first_token_chapters(data_dir):
-    from xcomps_utils.store import Store
+    from xcomps_utils.runs.store import Store
 
     direct, first = _executed("direct_scoring", "first_token")
     assert not _errors(direct) and "image/png" in json.dumps(direct)  # figures were drawn
@@ -95,7 +95,7 @@ def test_direct_scoring_renders_again_from_its_store(data_dir, tmp_path):
     """The second time, every run is in the store: the pages render without loading a model and
     nothing is recomputed beside (papermill, through the Makefile's rule, on a copy of the smoke
     store)."""
-    from xcomps_utils.store import Store
+    from xcomps_utils.runs.store import Store
 
     _executed("direct_scoring", "first_token")
     store, out = tmp_path / "results", tmp_path / "executed"
@@ -118,7 +118,7 @@ def test_reproducibility_chapter(data_dir):
 
 
 def test_token_perplexity_chapters(data_dir):
-    from xcomps_utils.store import Store
+    from xcomps_utils.runs.store import Store
 
     method, results = _executed("token_perplexity_method", "token_perplexity_results")
     assert not _errors(method) and not _errors(results)
@@ -136,7 +136,7 @@ def test_token_perplexity_chapters(data_dir):
 
 
 def test_xcomps_chapters():
-    from xcomps_utils.store import Store
+    from xcomps_utils.runs.store import Store
 
     ds, res, agree = _executed("xcomps_dataset", "xcomps_results", "xcomps_token_level_agreement")
     assert not _errors(ds) and "not comparable" in json.dumps(ds)

@@ -186,7 +186,8 @@ def test_non_editable_install_works_from_another_folder(data_dir, tmp_path):
         import json, sys
         from pathlib import Path
         import xcomps_utils
-        from xcomps_utils import data, paths, xcomps
+        from xcomps_utils import paths
+        from xcomps_utils.pairs import data, xcomps
         pkg = Path(xcomps_utils.__file__).resolve().parent
         assert pkg.is_relative_to({str(tmp_path / "venv")!r}), pkg
         assert not pkg.is_relative_to({str(REPO)!r}), pkg
@@ -224,7 +225,8 @@ def test_editable_install_reads_the_top_level_data(data_dir, tmp_path):
     check = textwrap.dedent(f"""
         from pathlib import Path
         import xcomps_utils
-        from xcomps_utils import paths, xcomps
+        from xcomps_utils import paths
+        from xcomps_utils.pairs import xcomps
         src = Path({str(src)!r}).resolve()
         assert Path(xcomps_utils.__file__).resolve().parent == src / "xcomps_utils"
         assert paths.resources_dir() == src / "data", paths.resources_dir()

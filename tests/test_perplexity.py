@@ -2,10 +2,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils import data, nonsense, tasks
-from xcomps_utils import perplexity as P
-from xcomps_utils import words as W
-from xcomps_utils.perplexity_paper import item_summary
+from xcomps_utils.analysis.perplexity_paper import item_summary
+from xcomps_utils.lm import words as W
+from xcomps_utils.methods import perplexity as P
+from xcomps_utils.pairs import data, nonsense, tasks
 
 
 def _pairs(good, bad):
@@ -17,7 +17,7 @@ def _check_alignment(lm, pairs, wordings):
     pps = P.build_prompt_pairs(pairs, wordings)
     scored = P.score_prompt_pairs(lm, pps)
     metrics, groups = scored.metrics, scored.groups
-    from xcomps_utils.scoring import token_scores
+    from xcomps_utils.lm.scoring import token_scores
 
     for k, pp in enumerate(pps):
         g = groups[(groups.wording == pp.wording) & (groups.order == pp.order) & (groups.item == pp.item)]
@@ -180,7 +180,7 @@ def _random_tokens(text, rng, mean_len):
     starts = np.unique(np.concatenate([[0], cuts]))
     ends = np.append(starts[1:], len(text))
     offsets = np.stack([starts, ends], axis=1)
-    from xcomps_utils.scoring import TokenScores
+    from xcomps_utils.lm.scoring import TokenScores
 
     return TokenScores(text, np.arange(len(starts)), [text[a:b] for a, b in offsets], offsets,
                        -rng.random(len(starts)) * 5, "bos")
@@ -191,7 +191,7 @@ def test_groups_equal_the_union_find_groups_on_real_pairs(data_dir, mean_len):
     """scipy's connected components give the groups the hand-written union-find gave, on real
     pairs (BLiMP and the XCOMPS sample in seven languages and four scripts) under random
     tokenizations, in the same order with the same tokens."""
-    from xcomps_utils import xcomps
+    from xcomps_utils.pairs import xcomps
 
     blimp = data.sample_pairs(tasks.load("blimp_anaphor"), 6, seed=2)
     xc = xcomps.load_languages(xcomps.SAMPLE_LANGUAGES).groupby("lang").head(3)

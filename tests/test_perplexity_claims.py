@@ -1,4 +1,4 @@
-"""The token-level perplexity claims (:mod:`xcomps_utils.perplexity_paper`) on simulated aligned
+"""The token-level perplexity claims (:mod:`xcomps_utils.analysis.perplexity_paper`) on simulated aligned
 groups, through the package's own functions (``prompt_pair_measures`` then the claim): each
 outcome reachable, the rate of a false decision under the null at most nominal + 3 binomial
 standard errors, power at a stated effect, and the traps of issue 27 (a 2- or 3-token pivot with
@@ -12,8 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils import claims
-from xcomps_utils import perplexity_paper as PP
+from xcomps_utils.analysis import claims, perplexity_paper as PP
 
 
 def _bound(p, n):

@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 import torch
 
-from xcomps_utils import methods, precision, scoring
-from xcomps_utils.models import LanguageModel
+from xcomps_utils.lm import precision, scoring
+from xcomps_utils.lm.models import LanguageModel
+from xcomps_utils.runs import execute as methods
 
 
 class _Words:
@@ -127,7 +128,7 @@ def test_pair_tolerance_and_near_ties():
 
 @pytest.fixture(scope="module")
 def smollm_bf16():
-    from xcomps_utils.models import load_model
+    from xcomps_utils.lm.models import load_model
 
     return load_model("smollm2-135m-instruct", device="cpu", dtype="bfloat16")
 
@@ -136,7 +137,7 @@ def smollm_bf16():
 def test_bf16_batch_shape_invariance_within_tolerance(smollm_bf16, data_dir):
     """Real BLiMP pairs in bfloat16: alone, in full token-budget batches and in small batches,
     every sentence and every pair difference within the documented tolerance."""
-    from xcomps_utils import tasks
+    from xcomps_utils.pairs import tasks
 
     pairs = tasks.load("blimp_anaphor").head(40)
     texts = list(pairs.good) + list(pairs.bad)
@@ -151,7 +152,7 @@ def test_bf16_batch_shape_invariance_within_tolerance(smollm_bf16, data_dir):
 
 @pytest.mark.slow
 def test_direct_and_meta_report_near_ties(smollm_bf16, data_dir):
-    from xcomps_utils import tasks, xcomps
+    from xcomps_utils.pairs import tasks, xcomps
 
     blimp = tasks.load("blimp_anaphor").head(30)
     res = methods.run(smollm_bf16, blimp, "direct", progress=False)

@@ -4,8 +4,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils import probing
-from xcomps_utils.probing import ProbeError
+from xcomps_utils.methods import probing
+from xcomps_utils.methods.probing import ProbeError
 
 
 def _xcomps_like(n_items=40, n_pos=20, n_neg=40, seed=0):
@@ -192,7 +192,7 @@ def test_joint_test_is_calibrated_and_reaches_a_decision_per_language():
 
 
 def _groups(langs):
-    """Probe groups as :func:`xcomps_utils.methods.probes` writes them (one per language, over
+    """Probe groups as :func:`xcomps_utils.runs.execute.probes` writes them (one per language, over
     all types, pooled by the joint test), from synthetic languages ``{lang: signal}``."""
     rows = []
     for j, (lang, signal) in enumerate(langs.items()):
@@ -206,7 +206,7 @@ def _groups(langs):
 
 
 def test_one_language_with_a_signal_among_six_without_is_decided_and_the_page_says_so():
-    from xcomps_utils import xcomps_paper
+    from xcomps_utils.analysis import xcomps_paper
 
     langs = {f"l{i}": 0.0 for i in range(7)}
     langs["l3"] = 0.6  # nested balanced accuracy about 0.8 in one language of seven
@@ -220,7 +220,7 @@ def test_one_language_with_a_signal_among_six_without_is_decided_and_the_page_sa
 
 
 def test_probe_paragraph_flips_with_the_data():
-    from xcomps_utils import xcomps_paper
+    from xcomps_utils.analysis import xcomps_paper
 
     null = _groups({"a": 0.0, "b": 0.0, "c": 0.0})
     text = xcomps_paper.probe_verdict(null, ["a", "b", "c"])

@@ -3,8 +3,9 @@ import pandas as pd
 import pytest
 import torch
 
-from xcomps_utils import encoding, methods, scoring
-from xcomps_utils.scoring import BOS_POLICIES, sequence_scores, token_scores
+from xcomps_utils.lm import encoding, scoring
+from xcomps_utils.lm.scoring import BOS_POLICIES, sequence_scores, token_scores
+from xcomps_utils.runs import execute as methods
 
 # Mixed lengths: real BLiMP / CrowS / DUST sentences, a one-token text, a two-token text.
 TEXTS = [
@@ -177,7 +178,8 @@ def test_sequence_scores_columns(lm):
 
 
 def test_embedded_model_beats_chance_on_blimp_anaphor(lm, data_dir):
-    from xcomps_utils import data, stats, tasks
+    from xcomps_utils.analysis import stats
+    from xcomps_utils.pairs import data, tasks
 
     pairs = data.sample_pairs(tasks.load("blimp_anaphor"), 50, seed=0)
     scored = methods.run(lm, pairs, "direct", batch_size=16, progress=False).wide()

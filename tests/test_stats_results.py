@@ -2,7 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils import results, stats
+from xcomps_utils.analysis import stats
+from xcomps_utils.runs import results
 
 
 def test_wilson_interval_known_values():
@@ -34,7 +35,7 @@ def test_accuracy_table_leaves_ties_and_near_ties_out_of_the_denominator():
 
 
 def test_sample_pairs_says_when_it_returns_fewer_than_asked():
-    from xcomps_utils import data
+    from xcomps_utils.pairs import data
 
     df = pd.DataFrame({"pair_id": [str(i) for i in range(10)], "identical": [False] * 8 + [True] * 2,
                        "duplicate": [False] * 10})
@@ -63,7 +64,7 @@ def test_environment_names_versions_and_provenance_uses_it():
 
 
 def test_accuracy_table_decisions_and_item_intervals():
-    from xcomps_utils.stats import accuracy_table, wilson_interval
+    from xcomps_utils.analysis.stats import accuracy_table, wilson_interval
 
     t = pd.DataFrame({"task": "t", "correct": [1.0, 0.0, float("nan"), 1.0],
                       "decision": ["right", "wrong", None, "right"], "item": list("abcd")})

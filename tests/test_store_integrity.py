@@ -14,9 +14,10 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner
 
-from xcomps_utils import cli, methods, store as S, tasks
+from xcomps_utils.pairs import tasks
+from xcomps_utils.runs import cli, execute as methods, store as S
 
-CLI = [sys.executable, "-m", "xcomps_utils.cli"]
+CLI = [sys.executable, "-m", "xcomps_utils.runs.cli"]
 
 
 def _rows(k, value):
@@ -205,7 +206,7 @@ def test_verify_names_deleted_truncated_and_garbage_shards_and_repair_restores_t
 
 
 def test_repair_of_a_neuro_run_recomputes_a_state_shard_and_the_probes(lm, tmp_path):
-    from xcomps_utils import xcomps
+    from xcomps_utils.pairs import xcomps
 
     pairs = xcomps.load_languages(["en"], source="sample", items_per_language=6, seed=0)
     res = methods.run(lm, pairs, ["neuro"], store=tmp_path, probe_by=[["lang"]], shard_size=12,
@@ -227,7 +228,9 @@ def test_repair_of_a_neuro_run_recomputes_a_state_shard_and_the_probes(lm, tmp_p
 def test_neuro_probes_do_not_depend_on_the_number_of_workers(lm, tmp_path, monkeypatch):
     """methods.probes runs the groups' probes in worker processes: one worker and two give the
     same frame, equal to what the run stored (every fit is single-threaded and seeded)."""
-    from xcomps_utils import planner, probing, xcomps
+    from xcomps_utils.methods import probing
+    from xcomps_utils.pairs import xcomps
+    from xcomps_utils.runs import planner
 
     pairs = xcomps.load_languages(["en", "de"], source="sample", items_per_language=6, seed=0)
     res = methods.run(lm, pairs, ["neuro"], store=tmp_path, progress=False)

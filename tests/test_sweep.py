@@ -11,8 +11,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from xcomps_utils import methods, planner, ray_executor as RE, store as S, sweep as SW, xcomps
-from xcomps_utils import cli
+from xcomps_utils.pairs import xcomps
+from xcomps_utils.runs import (cli, execute as methods, planner, ray_executor as RE, store as S,
+                               sweep as SW)
 
 ID = ["run", "method", "dataset", "task", "lang", "subset", "pair_id", "item", "wording", "order",
       "layer", "measure"]
@@ -199,7 +200,7 @@ class _FilesThenExit(RE.Replica):
 
     def __init__(self, *args, shard=1, once="", **kw):
         super().__init__(*args, **kw)
-        from xcomps_utils import store as S_
+        from xcomps_utils.runs import store as S_
 
         write = S_.Run.write_shard
 

@@ -1,4 +1,4 @@
-"""xcomps_utils.typology on the real pinned files: values checked against the sources by an
+"""xcomps_utils.pairs.typology on the real pinned files: values checked against the sources by an
 independent path, coverage of BMLAMA-17 and BMLAMA-53, gaps NaN with a reason, errors."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils import typology
-from xcomps_utils.data import DataError
+from xcomps_utils.pairs import typology
+from xcomps_utils.pairs.data import DataError
 
 
 def _codes(data_dir, collection):

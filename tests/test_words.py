@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from xcomps_utils import words as W
-from xcomps_utils.scoring import TokenScores, token_scores
+from xcomps_utils.lm import words as W
+from xcomps_utils.lm.scoring import token_scores, TokenScores
 
 # One sentence per script of the XCOMPS sample (Latin, Han, Vietnamese diacritics, Turkish and
 # Hungarian suffixes), and the segmentation a caller would give for Chinese.
@@ -147,7 +147,7 @@ def test_units_equal_the_union_find_units_on_real_sentences(data_dir, mean_len):
     """scipy's connected components merge the words the hand-written union-find merged, on the
     real sentences of the XCOMPS sample (seven languages, four scripts; Chinese by character)
     under random tokenizations that often straddle words."""
-    from xcomps_utils import xcomps
+    from xcomps_utils.pairs import xcomps
 
     rng = np.random.default_rng(int(mean_len * 10))
     xc = xcomps.load_languages(xcomps.SAMPLE_LANGUAGES).groupby("lang").head(4)

@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 import torch
 
-from xcomps_utils import data, encoding, meta, neuro, xcomps
-from xcomps_utils.data import ChecksumError, DataError
+from xcomps_utils.lm import encoding
+from xcomps_utils.methods import meta, neuro
+from xcomps_utils.pairs import data, xcomps
+from xcomps_utils.pairs.data import ChecksumError, DataError
 
 
 @pytest.mark.parametrize("lang", xcomps.SAMPLE_LANGUAGES)
@@ -110,7 +112,7 @@ def _plain_continuation(lm, context, answer):
 
 def test_meta_answer_tokens_without_a_space(lm):
     """Chinese: the prompt ends with '：' and the answer follows with no space."""
-    from xcomps_utils.scoring import continuation_scores
+    from xcomps_utils.lm.scoring import continuation_scores
 
     context, answer = "问题：哪一个会飞，知更鸟还是企鹅？\n答案：", "知更鸟"
     s = continuation_scores(lm, [context, context], [answer, "企鹅"], batch_size=2)
@@ -186,7 +188,7 @@ def test_hooked_states_equal_output_hidden_states(model, request):
 
 
 def test_probe_separable_and_refusals():
-    from xcomps_utils import probing
+    from xcomps_utils.methods import probing
 
     rng = np.random.default_rng(0)
     labels = np.array([1, 0] * 30)

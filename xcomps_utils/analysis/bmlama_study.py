@@ -1,0 +1,896 @@
+"""BMLAMA (Qi, Fernández & Bisazza, EMNLP 2023) on this run: knowledge decided at the language unit.
+
+The analysis layer of the BMLAMA chapter (issue 28): data frames in, tables and
+:class:`xcomps_utils.analysis.claims.ClaimTest` verdicts out; no model, no torch. Each BMLAMA row (a prompt
+with ``<mask>``, the gold and 10 candidates, the gold among them) is scored by Direct as 9 minimal
+pairs (good: the gold filled in; bad: one distractor), so every number below comes from the pairs
+a Direct run stores (:data:`xcomps_utils.runs.store.MEASURE_SCHEMA`, widened one row a pair).
+
+**Pairs** (``pairs``; the loader's pairs joined with the run's Direct measures, e.g. by
+:func:`xcomps_utils.analysis.xcomps_paper.pair_table`), one row per pair:
+
+=================================  ==============================================================
+column                             meaning
+=================================  ==============================================================
+``lang``                           the language
+``fact``                           the fact's id, the same in every language (the unit resampled)
+``candidate``                      the distractor's index among the row's 10 candidates (aligned
+                                   across languages: candidate ``k`` of a fact is the same entity
+                                   in every language)
+``gold_candidate`` (optional)      the gold's index among them (else the gold is labelled -1)
+``<p>_logprob_good``, ``_bad``     summed log-probability of the two sentences (nats)
+``<p>_logprob_mean_good``, ``_bad``  per-token mean log-probability (nats / token)
+``<p>_n_tokens_good``, ``_bad``    scored tokens of each sentence
+``<p>_near_tie_tolerance`` (opt.)  the run's error bound of the summed difference (nats; 0 if
+                                   absent), :func:`xcomps_utils.lm.precision.pair_tolerance`
+=================================  ==============================================================
+
+``<p>`` is the method prefix (``direct``). The **control** frame has the same columns: the same
+template and candidates with another fact's subject (so nothing of the fact is left), ``fact``
+naming the fact whose template and candidates it uses (pairing it with that fact).
+
+**Language table** (``typology``, one row per language, index the language code): ``family`` (the
+stratum of every language-level null), ``resource_tier`` (``low``/``medium``/``high``),
+``paper_type`` (the XCOMPS paper's ``analytic``/``inflected``/``agglutinative``, on its 17) and
+``morphology_index`` (a derived Grambank/WALS index, larger = more complex); other names can be
+passed. Missing values leave that language out of the claim that needs them.
+
+Functions: :func:`pair_decisions` (the near-tie rule for both reductions), :func:`fact_table`
+(rank, top-1 and pairwise accuracy per fact), :func:`language_table` (accuracies with intervals,
+the control's, and accuracy beyond it), the claims :func:`resource_trend`,
+:func:`morphology_trend`, :func:`english_rank`, :func:`methods_track`, :func:`mixed_model_slope`
+(the fitted-model check), :func:`minimum_detectable_effect`; cross-lingual consistency
+:func:`rankc`, :func:`rankc_table`, :func:`rankc_null`, :func:`agreement_kappas`,
+:func:`consistency_follows`; and :func:`correct_families` (the chapter's Holm families).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from .claims import ALPHA, SESOI, ClaimTest, bootstrap_means, correct, language_claim
+
+__all__ = ["REDUCTIONS", "TIER_ORDER", "TYPE_ORDER", "BMLAMA_SOURCE", "RANKC_SOURCE",
+           "scored_pairs", "spread_and_noise", "facts_for_power", "pair_decisions", "fact_table", "language_table", "resource_trend",
+           "morphology_trend", "english_rank", "methods_track", "mixed_model_slope",
+           "minimum_detectable_effect", "rankc", "rankc_weights", "candidate_scores",
+           "rankc_table", "rankc_null", "agreement_kappas", "consistency_follows",
+           "correct_families", "language_claims", "power_table", "consistency_table",
+           "PRIMARY_CLAIMS"]
+
+#: the two reductions of a filled sentence's token log-probabilities: the sum (the project's
+#: Direct) and the per-token mean (the BMLAMA authors' ranking, ``1_easyrun/main.py``)
+REDUCTIONS = ("sum", "mean")
+TIER_ORDER = {"low": 0, "medium": 1, "high": 2}
+TYPE_ORDER = {"analytic": 0, "inflected": 1, "agglutinative": 2}
+BMLAMA_SOURCE = "He et al. (2025), XCOMPS, §4.3, on BMLAMA (Qi et al., 2023)"
+RANKC_SOURCE = ("Qi, Fernández & Bisazza (2023), §3 (RankC); github.com/Betswish/"
+                "Cross-Lingual-Consistency, 1_easyrun/RankC.py")
+#: the XCOMPS paper's primary claims, tested on BMLAMA (confirmatory); the rest is exploratory
+PRIMARY_CLAIMS = ("resource_trend", "morphology_trend", "english_rank", "direct_tracks_neuro")
+
+
+def _cols(prefix: str, reduction: str) -> tuple[str, str]:
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    mid = "logprob" if reduction == "sum" else "logprob_mean"
+    return f"{prefix}_{mid}_good", f"{prefix}_{mid}_bad"
+
+
+def _need(frame: pd.DataFrame, cols, what: str) -> None:
+    missing = [c for c in cols if c not in frame]
+    if missing:
+        raise ValueError(f"{what} lack column(s) {missing} (have {list(frame.columns)})")
+
+
+def scored_pairs(measures: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
+    """A Direct run's BMLAMA pairs in this module's columns: ``pairs`` (from
+    :func:`xcomps_utils.pairs.bmlama.load_bmlama`, :func:`~xcomps_utils.pairs.bmlama.control_pairs` or
+    :func:`xcomps_utils.pairs.tasks.sample` of their tasks) joined with the run's measures by
+    :func:`xcomps_utils.analysis.xcomps_paper.pair_table` (the one scored-pairs table every chapter reads),
+    with ``candidate`` the distractor's index, ``gold_candidate`` the gold's and
+    ``candidate_text`` the distractor itself.
+
+    Pairs whose distractor is also true (``distractor_true``: relations with several answers)
+    are kept and flagged; :func:`language_table` and the claims read the others (pass
+    ``scored[~scored.distractor_true]``), RankC every candidate (a ranking, not a decision).
+
+    Args:
+        measures: long results of :func:`xcomps_utils.runs.execute.run` (Direct) on these pairs.
+        pairs: ``[n, BMLAMA_COLUMNS]``.
+
+    Returns:
+        ``[n, ...]``: one row per pair, ``direct_logprob_good``/``_bad`` (nats),
+        ``direct_logprob_mean_good``/``_bad`` (nats per token), ``direct_n_tokens_*``,
+        ``direct_near_tie_tolerance`` and ``direct_decision``.
+
+    Raises:
+        ValueError: pairs without the BMLAMA columns, or measures without Direct's.
+    """
+    from .xcomps_paper import pair_table
+
+    _need(pairs, ["lang", "fact", "candidate", "candidate_index", "gold_index"], "BMLAMA pairs")
+    out = pair_table(measures, pairs.drop(columns=["morphology", "resource_level"],
+                                          errors="ignore"))
+    _need(out, ["direct_logprob_good", "direct_logprob_bad"], "the run's measures (Direct)")
+    out = out.drop(columns=["morphology", "resource_level"], errors="ignore")
+    return out.rename(columns={"candidate": "candidate_text"}).rename(
+        columns={"candidate_index": "candidate", "gold_index": "gold_candidate"})
+
+
+def spread_and_noise(table: pd.DataFrame, value: str = "accuracy", low: str = "ci_low",
+                     high: str = "ci_high", confidence: float = 0.95) -> dict:
+    """How far apart the languages are against how precisely each is measured: the
+    between-language standard deviation of ``value`` with each language's sampling variance
+    removed (method of moments: ``var(values) - mean(se^2)``, floored at 0), and the mean
+    per-language standard error, read from the percentile intervals (``se = (high - low) /
+    (2 z)``).
+
+    Args:
+        table: :func:`language_table` output, one row per language.
+
+    Returns:
+        ``{"between_sd", "observed_sd", "mean_se", "n_languages"}`` (accuracy units).
+    """
+    from scipy import stats
+
+    _need(table, [value, low, high], "the language table")
+    d = table[[value, low, high]].dropna()
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    se = (d[high] - d[low]) / (2 * z)
+    obs = float(d[value].std(ddof=1)) if len(d) > 1 else math.nan
+    between = math.sqrt(max(obs ** 2 - float((se ** 2).mean()), 0.0)) if len(d) > 1 else math.nan
+    return {"between_sd": between, "observed_sd": obs, "mean_se": float(se.mean()),
+            "n_languages": len(d)}
+
+
+def facts_for_power(mean_se: float, n_facts: int, between_sd: float, ratio: float = 0.5
+                    ) -> int:
+    """Facts per language at which a language's sampling error is ``ratio`` times the spread
+    between languages (``se * sqrt(n_facts / F) <= ratio * between_sd``): the size at which a
+    language's place among the others is its own, not its sample's. The standard error shrinks
+    as ``1 / sqrt(F)`` because facts are resampled as independent units.
+
+    Args:
+        mean_se: the mean per-language standard error measured at ``n_facts`` facts.
+        between_sd: the spread between languages (:func:`spread_and_noise`).
+
+    Returns:
+        the number of facts (at least ``n_facts`` is not implied: a spread already far above the
+        noise returns fewer); a large sentinel (10**9) when ``between_sd`` is 0.
+
+    Raises:
+        ValueError: non-positive ``n_facts`` or ``ratio``.
+    """
+    if n_facts < 1 or ratio <= 0:
+        raise ValueError(f"n_facts and ratio must be positive; got {n_facts}, {ratio}")
+    if not between_sd > 0:
+        return 10 ** 9
+    return int(math.ceil(n_facts * (mean_se / (ratio * between_sd)) ** 2))
+
+
+def pair_decisions(pairs: pd.DataFrame, reduction: str = "sum", prefix: str = "direct"
+                   ) -> pd.Series:
+    """Each pair's decision by one reduction: ``"right"``, ``"wrong"``, ``"tie"``, ``"near_tie"``.
+
+    The rule of :func:`xcomps_utils.lm.precision.decisions` (the one every chapter reads): a tie is
+    ``delta == 0``; a near tie ``0 < |delta| <`` the pair's tolerance; otherwise the sign decides.
+    For ``"sum"`` the tolerance is the run's ``<p>_near_tie_tolerance`` (nats per pair), so this
+    equals :func:`~xcomps_utils.lm.precision.decisions` of the run's columns (tested). For
+    ``"mean"`` the difference of two per-token means carries at most the per-token error of
+    each, so its tolerance is ``tolerance * 2 / (n_tokens_good + n_tokens_bad)`` (exact for
+    float32, whose tolerance is a per-token gap times the tokens; an approximation for bfloat16,
+    whose tolerance is per pair).
+
+    Returns:
+        ``[n]`` object Series of the four labels, NaN where a score is missing.
+
+    Raises:
+        ValueError: a missing column or an unknown reduction.
+    """
+    g, b = _cols(prefix, reduction)
+    ng, nb = f"{prefix}_n_tokens_good", f"{prefix}_n_tokens_bad"
+    _need(pairs, [g, b] + ([ng, nb] if reduction == "mean" else []), "pairs")
+    delta = (pairs[g] - pairs[b]).to_numpy(float)
+    tol_col = f"{prefix}_near_tie_tolerance"
+    tol = (pairs[tol_col].fillna(0).to_numpy(float) if tol_col in pairs
+           else np.zeros(len(pairs)))
+    if reduction == "mean":
+        tol = tol * 2 / (pairs[ng] + pairs[nb]).to_numpy(float)
+    out = np.where(delta > 0, "right", "wrong").astype(object)
+    out[(np.abs(delta) > 0) & (np.abs(delta) < tol)] = "near_tie"
+    out[delta == 0] = "tie"
+    out[~np.isfinite(delta)] = np.nan
+    return pd.Series(out, index=pairs.index, dtype=object)
+
+
+def fact_table(pairs: pd.DataFrame, prefix: str = "direct") -> pd.DataFrame:
+    """One row per (``lang``, ``fact``): the gold's place among its candidates, both reductions.
+
+    Columns, for ``r`` in ``sum``, ``mean``: ``top1_r`` (1: every distractor decided below the
+    gold; 0: one or more decided above it; NaN: none above but some within the near-tie
+    tolerance, no decision), ``rank_r`` (1 + distractors above the gold + half of the ties and
+    near ties: a description), ``pairwise_r`` (the share of decided pairs the gold wins),
+    ``decided_r`` (decided pairs), and ``n_candidates`` (pairs + 1).
+
+    Raises:
+        ValueError: a missing column (see the module's table).
+    """
+    _need(pairs, ["lang", "fact"], "pairs")
+    keys = pairs[["lang", "fact"]].reset_index(drop=True)
+    out = None
+    for r in REDUCTIONS:
+        dec = pair_decisions(pairs, r, prefix).reset_index(drop=True)
+        d = keys.assign(right=(dec == "right").astype(float), wrong=(dec == "wrong").astype(float),
+                        undecided=dec.isin(["tie", "near_tie"]).astype(float), n=1.0)
+        s = d.groupby(["lang", "fact"], sort=True)[["right", "wrong", "undecided", "n"]].sum()
+        decided = s["right"] + s["wrong"]
+        f = pd.DataFrame({
+            f"top1_{r}": np.where(s["wrong"] > 0, 0.0, np.where(s["undecided"] > 0, np.nan, 1.0)),
+            f"rank_{r}": 1 + s["wrong"] + s["undecided"] / 2,
+            f"pairwise_{r}": s["right"] / decided.where(decided > 0),
+            f"decided_{r}": decided.astype(int)}, index=s.index)
+        out = f.assign(n_candidates=(s["n"] + 1).astype(int)) if out is None else out.join(f)
+    return out.reset_index()
+
+
+def _boot_mean(values: pd.DataFrame, col: str, n_boot: int, seed: int, confidence: float):
+    """Mean of ``col`` over facts (NaN rows out) and its percentile interval, facts resampled."""
+    d = values[values[col].notna()]
+    if len(d) < 2:
+        return (float(d[col].mean()) if len(d) else math.nan), math.nan, math.nan
+    est, lo, hi, _ = bootstrap_means(d, col, "fact", None, lambda m, lv: m[:, 0], n_boot, seed,
+                                     confidence)
+    return est, lo, hi
+
+
+def language_table(pairs: pd.DataFrame, control: pd.DataFrame | None = None,
+                   reduction: str = "mean", prefix: str = "direct", n_boot: int = 2000,
+                   seed: int = 0, confidence: float = 0.95) -> pd.DataFrame:
+    """Per language: top-1 accuracy and pairwise accuracy with intervals (facts resampled), the
+    control's (the chance level drawn: what the candidates alone give), and accuracy beyond it.
+
+    The chance of ranking the gold first among 10 is 1/10 only when the candidates are
+    exchangeable; they are not (lengths and frequencies differ, and the gold is often the most
+    frequent word), so the baseline is drawn from ``control``: the same template and candidates
+    with another fact's subject. ``beyond`` is ``accuracy - control_accuracy``, its interval from
+    resampling facts with both frames' rows of a fact kept together (paired by fact), as
+    :mod:`xcomps_utils.analysis.concept_prior` reads Direct against its prior.
+
+    Args:
+        pairs, control: pair frames (module docstring); ``control`` may be None (no baseline).
+        reduction: ``"mean"`` (the BMLAMA authors') or ``"sum"``.
+
+    Returns:
+        one row per language: ``n_facts``, ``accuracy`` (share of decided facts with the gold
+        first), ``ci_low``, ``ci_high``, ``pairwise``, ``pairwise_low``, ``pairwise_high``,
+        ``chance_exchangeable`` (1 / candidates), and with a control ``control_accuracy``,
+        ``control_low``, ``control_high``, ``control_pairwise``, ``beyond``, ``beyond_low``,
+        ``beyond_high``, ``pairwise_beyond``, ``pairwise_beyond_low``, ``pairwise_beyond_high``
+        (both differences paired by fact).
+    """
+    facts = fact_table(pairs, prefix)
+    ctl = fact_table(control, prefix) if control is not None else None
+    top, pw = f"top1_{reduction}", f"pairwise_{reduction}"
+    rows = []
+    for lang, f in facts.groupby("lang", sort=True):
+        row = {"lang": lang, "n_facts": int(f[top].notna().sum()),
+               "chance_exchangeable": float((1 / f["n_candidates"]).mean())}
+        row["accuracy"], row["ci_low"], row["ci_high"] = _boot_mean(f, top, n_boot, seed,
+                                                                    confidence)
+        row["pairwise"], row["pairwise_low"], row["pairwise_high"] = _boot_mean(
+            f, pw, n_boot, seed, confidence)
+        if ctl is not None:
+            c = ctl[ctl["lang"] == lang]
+            row["control_accuracy"], row["control_low"], row["control_high"] = _boot_mean(
+                c, top, n_boot, seed, confidence)
+            row["control_pairwise"] = float(c[pw].mean())
+
+            def diff(m, levels):
+                if "real" not in levels or "control" not in levels:
+                    return np.full(len(m), np.nan)
+                return m[:, levels.index("real")] - m[:, levels.index("control")]
+            for name, col in (("beyond", top), ("pairwise_beyond", pw)):
+                both = pd.concat([f[["fact", col]].assign(cond="real"),
+                                  c[["fact", col]].assign(cond="control")]).dropna(subset=[col])
+                if both["cond"].nunique() == 2 and both["fact"].nunique() >= 2:
+                    est, lo, hi, _ = bootstrap_means(both, col, "fact", "cond", diff, n_boot,
+                                                     seed, confidence)
+                else:
+                    est, lo, hi = math.nan, math.nan, math.nan
+                row[name], row[f"{name}_low"], row[f"{name}_high"] = est, lo, hi
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("lang")
+
+
+# --- language-level claims ----------------------------------------------------------------------
+
+def _slope(v: np.ndarray, x: np.ndarray) -> float:
+    x = np.asarray(x, dtype=float)
+    ok = np.isfinite(v) & np.isfinite(x)
+    x, v = x[ok], np.asarray(v, float)[ok]
+    xc = x - x.mean() if len(x) else x
+    den = float(xc @ xc)
+    return float(xc @ (v - v.mean()) / den) if den > 0 else math.nan
+
+
+def _corr(v: np.ndarray, x: np.ndarray) -> float:
+    x = np.asarray(x, dtype=float)
+    ok = np.isfinite(v) & np.isfinite(x)
+    if ok.sum() < 3 or np.std(v[ok]) == 0 or np.std(x[ok]) == 0:
+        return math.nan
+    return float(np.corrcoef(v[ok], x[ok])[0, 1])
+
+
+def _aligned(table: pd.DataFrame, value: str, typology: pd.DataFrame, cols: list[str]):
+    _need(table, [value], "the language table")
+    _need(typology, cols, "the typology table")
+    d = table[[value]].join(typology[cols], how="inner").dropna()
+    return d
+
+
+def _strata(d: pd.DataFrame, strata: str | None):
+    if strata is None:
+        return None
+    s = d[strata].astype(str).rename(strata)
+    return s if s.nunique() > 1 else None
+
+
+def _trend(claim, hypothesis, table, typology, value, label, order, direction, strata,
+           n_perm, seed, unit_words, scope):
+    cols = [label] + ([strata] if strata else [])
+    d = _aligned(table, value, typology, list(dict.fromkeys(cols)))
+    x = d[label].map(order) if order is not None else d[label].astype(float)
+    d = d[x.notna()]
+    x = x[x.notna()].astype(float)
+    if x.nunique() < 2:
+        raise ValueError(f"a trend needs two {label} levels or more among the languages; got "
+                         f"{sorted(x.unique())}")
+    st = _strata(d, strata)
+    # the test reads the slope of the languages' *ranks* (one language far from the rest moves
+    # it by one rank, so it cannot make a trend alone); the effect printed is the slope itself
+    ranks = pd.Series(d[value].rank().to_numpy(float), index=d.index)
+    t = language_claim(
+        claim, hypothesis, f"slope of language {value} per {unit_words} (tested on the "
+        f"languages' ranks)", ranks, x,
+        lambda v, l: _slope(v, l.astype(float)), direction, strata=st, source=BMLAMA_SOURCE,
+        scope=scope, null_hypothesis=f"a language's {value} does not depend on its {label}"
+        + (f" within its {strata}" if st is not None else ""), n_obs=len(d),
+        caveat=(f"labels permuted within {strata}: only the contrast inside families counts, so "
+                f"a family effect cannot make the verdict" if st is not None else
+                "languages permuted freely: related languages are treated as independent"),
+        n_perm=n_perm, seed=seed)
+    return replace(t, effect=_slope(d[value].to_numpy(float), x.to_numpy(float)))
+
+
+def resource_trend(table: pd.DataFrame, typology: pd.DataFrame, value: str = "beyond",
+                   tier: str = "resource_tier", strata: str | None = "family",
+                   n_perm: int = 9999, seed: int = 0, scope: str = "") -> ClaimTest:
+    """*Knowledge deteriorates in lower-resource languages* (He et al. 2025, §1, §4.3): the slope
+    of a language's ``value`` (accuracy beyond the control by default) on its resource tier
+    (low 0, medium 1, high 2), predicted positive.
+
+    Unit: the language. Null: tiers permuted over languages **within families** (``strata``;
+    :func:`xcomps_utils.analysis.claims.language_claim`, exact when there are at most 20,000 distinct
+    labelings), so a family effect correlated with tier (Indo-European languages high-resource
+    and better known) is part of the null. ``strata=None`` is the plain permutation (the trap).
+
+    Raises:
+        ValueError: a missing column, fewer than two tiers among the languages.
+    """
+    return _trend("resource_trend", "accuracy is higher in higher-resource languages", table,
+                  typology, value, tier, TIER_ORDER, +1, strata, n_perm, seed, "tier step",
+                  scope)
+
+
+def morphology_trend(table: pd.DataFrame, typology: pd.DataFrame, value: str = "beyond",
+                     label: str = "paper_type", strata: str | None = "family",
+                     n_perm: int = 9999, seed: int = 0, scope: str = "") -> ClaimTest:
+    """*More morphological complexity lowers scores* (He et al. 2025, §4.3.0.4): the slope of
+    ``value`` on the paper's type (analytic 0, inflected 1, agglutinative 2; ``label=
+    "paper_type"``, its 17 languages) or on a numeric index (any other ``label``, e.g. the
+    derived ``morphology_index`` on 53), predicted negative. Null: labels permuted within
+    families, as :func:`resource_trend`. Morphological type varies little within a family, so
+    few relabelings remain: the smallest p says whether it can be decided.
+    """
+    order = TYPE_ORDER if label == "paper_type" else None
+    return _trend("morphology_trend", "accuracy falls as morphological complexity grows", table,
+                  typology, value, label, order, -1, strata, n_perm, seed,
+                  "type step" if order else f"unit of {label}", scope)
+
+
+def english_rank(table: pd.DataFrame, value: str = "beyond", english: str = "en",
+                 scope: str = "") -> ClaimTest:
+    """*Models do best in English* (He et al. 2025, §4.3.0.1), the language as the unit:
+    English's ``value`` minus the other languages' mean, tested by the exact permutation over
+    which language holds English's place (p = English's rank from the top / k). The smallest p is
+    ``1 / k``: with 17 languages 0.059, above the one-sided level 0.025 (cannot be decided); with
+    53, 0.019 (decidable alone, and only when English is first).
+
+    Raises:
+        ValueError: English or another language missing.
+    """
+    _need(table, [value], "the language table")
+    v = table[value].dropna()
+    if english not in v.index or len(v) < 2:
+        raise ValueError(f"English rank needs {english!r} and another language; got "
+                         f"{list(v.index)}")
+    labels = pd.Series(v.index == english, index=v.index, name="is English")
+
+    def stat(vals, lab):
+        en = lab.astype(bool)
+        return float(vals[en].mean() - vals[~en].mean())
+    return language_claim("english_rank", "accuracy is highest in English (English's place among "
+                          "the languages)", f"English minus mean other-language {value}", v,
+                          labels, stat, +1, source=BMLAMA_SOURCE, scope=scope,
+                          null_hypothesis="English is a language like the others (each equally "
+                          "likely to hold its place)", n_obs=len(v))
+
+
+def methods_track(a: pd.Series, b: pd.Series, typology: pd.DataFrame | None = None,
+                  strata: str | None = "family", claim: str = "direct_tracks_neuro",
+                  names: tuple[str, str] = ("Direct", "Neuro"), n_perm: int = 9999,
+                  seed: int = 0, scope: str = "") -> ClaimTest:
+    """*Direct tracks Neuro* (He et al. 2025, §4.3.0.3; and Direct ~ Meta): Spearman's r
+    across languages of two methods' per-language accuracies (``a``, ``b``: Series indexed by
+    language); ranks, so that one language far from the rest cannot make the correlation.
+
+    Unit: the language. Null: ``b``'s values permuted over languages within families (so two
+    methods that share only a family effect are in the null). Needs 3 languages or more.
+
+    Raises:
+        ValueError: fewer than 3 languages with both values.
+    """
+    d = pd.DataFrame({"a": a, "b": b}).dropna()
+    if typology is not None and strata:
+        d = d.join(typology[[strata]], how="inner").dropna()
+    if len(d) < 3:
+        raise ValueError(f"a correlation across languages needs 3 languages; got {len(d)}")
+    st = _strata(d, strata) if strata and strata in d else None
+    return language_claim(
+        claim, f"across languages, {names[0]} accuracy tracks {names[1]}'s",
+        f"Spearman r of {names[0]} and {names[1]} across languages", d["a"].rank(),
+        d["b"].rank(), lambda v, l: _corr(v, l.astype(float)), +1, strata=st, source=BMLAMA_SOURCE,
+        scope=scope, null_hypothesis=f"a language's {names[1]} score is unrelated to its "
+        f"{names[0]} accuracy" + (" within its family" if st is not None else ""),
+        n_obs=len(d), n_perm=n_perm, seed=seed)
+
+
+def mixed_model_slope(table: pd.DataFrame, typology: pd.DataFrame, value: str = "beyond",
+                      label: str = "resource_tier", order: dict | None = TIER_ORDER,
+                      family: str = "family") -> dict:
+    """The fitted-model check of a trend: ``value ~ x + (1 | family)`` by REML
+    (``statsmodels`` ``MixedLM``), one row a language, ``x`` the coded label.
+
+    Why this model: BMLAMA is parallel (every language has the same facts), so a fact's
+    difficulty adds the same amount to every language's accuracy and drops out of any contrast
+    between languages; the crossed fact effect needs no term once a language's accuracy is its
+    mean over the same facts, and what remains of relatedness is the family, a random intercept.
+    The model fits 53 rows in milliseconds (a fact x language model on 10,000 binary rows takes
+    minutes in ``BinomialBayesMixedGLM`` and adds nothing to a between-language slope). Its Wald
+    p is read beside the within-family permutation, not instead of it: with few families the
+    random-intercept variance is poorly estimated (its simulated size is in the tests).
+
+    Returns:
+        ``{"slope", "se", "p_two_sided", "family_var", "n_languages", "n_families"}``
+        (NaNs when the fit fails or has fewer than 2 families).
+    """
+    import warnings
+
+    import statsmodels.formula.api as smf
+
+    d = _aligned(table, value, typology, list(dict.fromkeys([label, family])))
+    x = d[label].map(order) if order is not None else d[label].astype(float)
+    d = d.assign(x=x.astype(float), y=d[value].astype(float), g=d[family].astype(str)).dropna(
+        subset=["x", "y"])
+    out = {"slope": math.nan, "se": math.nan, "p_two_sided": math.nan, "family_var": math.nan,
+           "n_languages": len(d), "n_families": int(d["g"].nunique())}
+    if d["g"].nunique() < 2 or d["x"].nunique() < 2:
+        return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            fit = smf.mixedlm("y ~ x", d, groups=d["g"]).fit(reml=True)
+        except (ValueError, np.linalg.LinAlgError):
+            return out
+    out.update(slope=float(fit.params["x"]), se=float(fit.bse["x"]),
+               p_two_sided=float(fit.pvalues["x"]), family_var=float(fit.cov_re.iloc[0, 0]))
+    return out
+
+
+def minimum_detectable_effect(n_languages: int, between_sd: float, kind: str = "slope",
+                              x: np.ndarray | None = None, strata: np.ndarray | None = None,
+                              alpha: float = ALPHA, power: float = 0.8, n_sims: int = 20000,
+                              seed: int = 0) -> float:
+    """The smallest true effect a language-level claim detects with ``power`` at two-sided
+    ``alpha`` (one-sided ``alpha / 2``), given the between-language spread ``between_sd``.
+
+    * ``"slope"`` (accuracy per label step; :func:`resource_trend`, :func:`morphology_trend`):
+      ``(t_(1-alpha/2, n-2) + t_power) * between_sd / sqrt(sum (x - xbar)^2)``, where ``x`` is the
+      coded label of each language (default: tiers as on BMLAMA-53, 7 low, 39 medium, 7 high,
+      scaled to ``n``) and, with ``strata``, ``xbar`` is its family mean: a within-family
+      permutation only uses the contrast inside families.
+    * ``"correlation"`` (:func:`methods_track`): the r by Fisher's z,
+      ``tanh((z_(1-alpha/2) + z_power) / sqrt(n - 3))`` (``between_sd`` unused), for an
+      unstratified Pearson test: the within-family Spearman test of :func:`methods_track` needs
+      more (simulated power at this r: 0.65 at 53 languages, 0.49 at 17).
+    * ``"rank"`` (:func:`english_rank`): English's advantage over the others' mean, in the
+      accuracy unit, at which English ranks within the top ``floor(alpha / 2 * n)`` with
+      probability ``power`` when English and the others are normal with ``between_sd`` around
+      their means (``n_sims`` draws);
+      ``inf`` when ``1 / n > alpha / 2`` (no outcome decides it).
+
+    Returns:
+        the effect, in the claim's unit (inf when no effect can be detected).
+
+    Raises:
+        ValueError: an unknown ``kind``, fewer than 4 languages.
+    """
+    from scipy import stats
+
+    if n_languages < 4:
+        raise ValueError(f"need 4 languages or more, got {n_languages}")
+    if kind == "correlation":
+        z = stats.norm.ppf(1 - alpha / 2) + stats.norm.ppf(power)
+        return float(np.tanh(z / math.sqrt(n_languages - 3)))
+    if kind == "slope":
+        if x is None:
+            k = max(1, round(7 * n_languages / 53))
+            x = np.r_[np.zeros(k), np.ones(n_languages - 2 * k), 2 * np.ones(k)]
+        x = np.asarray(x, float)
+        if strata is not None:
+            s = pd.Series(x).groupby(np.asarray(strata)).transform("mean").to_numpy()
+            xc = x - s
+        else:
+            xc = x - x.mean()
+        ss = float(xc @ xc)
+        if ss <= 0:
+            return math.inf
+        df = len(x) - 2
+        t = stats.t.ppf(1 - alpha / 2, df) + stats.t.ppf(power, df)
+        return float(t * between_sd / math.sqrt(ss))
+    if kind == "rank":
+        top = math.floor(alpha / 2 * n_languages + 1e-9)
+        if top < 1:
+            return math.inf
+        others = np.random.default_rng(seed).normal(0, between_sd, (n_sims, n_languages - 1))
+        # English at shift d ranks within the top `top` when fewer than `top` others exceed it
+        kth = -np.sort(-others, axis=1)[:, top - 1]        # the top-th largest other value
+        mean_o = others.mean(axis=1)
+        own = np.random.default_rng(seed + 1).normal(0, between_sd, n_sims)   # English's noise
+        need = np.quantile(kth - mean_o - own, power)       # advantage over the others' mean
+        return float(need)
+    raise ValueError(f"kind must be 'slope', 'correlation' or 'rank', got {kind!r}")
+
+
+# --- cross-lingual consistency --------------------------------------------------------------
+
+def candidate_scores(pairs: pd.DataFrame, reduction: str = "mean", prefix: str = "direct"
+                     ) -> pd.DataFrame:
+    """One row per (``lang``, ``fact``, ``candidate``): the candidate's ``score`` (its filled
+    sentence's log-probability by ``reduction``), the gold's candidate index from
+    ``gold_candidate`` (else -1) and ``gold`` (bool).
+
+    Raises:
+        ValueError: a missing column.
+    """
+    g, b = _cols(prefix, reduction)
+    _need(pairs, ["lang", "fact", "candidate", g, b], "pairs")
+    bad = pairs[["lang", "fact", "candidate", b]].rename(columns={b: "score"})
+    gold = pairs.groupby(["lang", "fact"], sort=False).agg(
+        score=(g, "first"), **({"candidate": ("gold_candidate", "first")}
+                               if "gold_candidate" in pairs else {})).reset_index()
+    if "candidate" not in gold:
+        gold["candidate"] = -1
+    out = pd.concat([gold.assign(gold=True), bad.assign(gold=False)], ignore_index=True)
+    return out.sort_values(["lang", "fact", "candidate"]).reset_index(drop=True)
+
+
+def rankc_weights(n: int) -> np.ndarray:
+    """RankC's weights of precision@k, ``k = 1..n``: the softmax of ``(n, n-1, ..., 1)`` (the
+    authors' default, ``RankC.py``), so ``w_k = e^(n-k) / sum_j e^(n-j)``: top-1 weighs 0.63 at
+    ``n = 10``."""
+    order = np.arange(n, 0, -1, dtype=float)
+    e = np.exp(order - order.max())
+    return e / e.sum()
+
+
+def _positions(scores: np.ndarray) -> np.ndarray:
+    """``[F, N]`` each candidate's place (0 = best) in its fact's ranking by descending score
+    (ties broken by the candidate's index, as a stable sort of the authors' list does)."""
+    order = np.argsort(-scores, axis=1, kind="stable")
+    pos = np.empty_like(order)
+    np.put_along_axis(pos, order, np.arange(scores.shape[1])[None, :], axis=1)
+    return pos
+
+
+def rankc(scores_a: np.ndarray, scores_b: np.ndarray, per_fact: bool = False):
+    """RankC of two languages (Qi et al., 2023, eq. 1-2; ``1_easyrun/RankC.py``).
+
+    For each fact, the ``N`` candidates are ranked by the model's score in each language;
+    ``P@k`` is the share of language a's top ``k`` also in language b's top ``k``; a fact's
+    consistency is ``sum_k w_k P@k`` with :func:`rankc_weights`, and RankC the mean over facts.
+    Candidates are matched across languages by their index in the fact's list (the authors'
+    ``candidate.index``).
+
+    Args:
+        scores_a, scores_b: ``[F, N]`` candidate scores, the same facts and candidate order.
+        per_fact: return the ``[F]`` per-fact values instead of their mean.
+
+    Raises:
+        ValueError: shapes differ.
+    """
+    a, b = np.asarray(scores_a, float), np.asarray(scores_b, float)
+    if a.shape != b.shape or a.ndim != 2:
+        raise ValueError(f"scores must be two [facts, candidates] arrays of one shape; got "
+                         f"{a.shape} and {b.shape}")
+    n = a.shape[1]
+    both = np.maximum(_positions(a), _positions(b))      # in both top-k iff both < k
+    counts = np.stack([(both == j).sum(1) for j in range(n)], axis=1)
+    overlap = np.cumsum(counts, axis=1)                   # [F, N]: |top_k(a) & top_k(b)|
+    per = (overlap / np.arange(1, n + 1)) @ rankc_weights(n)
+    return per if per_fact else float(per.mean())
+
+
+def _score_cube(pairs: pd.DataFrame, reduction: str, prefix: str):
+    """``(langs, facts, [L, F, N] scores)`` over the facts every language has (complete)."""
+    c = candidate_scores(pairs, reduction, prefix)
+    # the gold in slot 0 of every fact (RankC does not depend on the candidates' labels), so a
+    # shuffle of facts keeps each language's accuracy (gold first stays gold first)
+    c = c.assign(slot=np.where(c["gold"], -1, c["candidate"]))
+    cube = c.pivot_table(index=["fact", "slot"], columns="lang", values="score",
+                         aggfunc="first")
+    cube = cube.dropna()
+    counts = cube.groupby(level="fact").size()
+    n = int(counts.max()) if len(counts) else 0
+    keep = counts.index[counts == n]
+    cube = cube.loc[keep]
+    langs = list(cube.columns)
+    facts = list(keep)
+    arr = cube.to_numpy(float).reshape(len(facts), n, len(langs)).transpose(2, 0, 1)
+    return langs, facts, arr
+
+
+def rankc_table(pairs: pd.DataFrame, reduction: str = "mean", prefix: str = "direct",
+                n_perm: int = 199, seed: int = 0) -> pd.DataFrame:
+    """RankC of every language pair, with its drawn chance level.
+
+    The chance level is RankC with the facts of language b shuffled (:func:`rankc_null`), the
+    gold kept in one slot: each language keeps its own rankings and its accuracy, only *which*
+    fact a ranking belongs to is broken. High accuracy in both languages makes RankC high by
+    itself (both put the gold first); ``rankc_beyond`` is what remains. Candidates' own pull
+    (lengths, frequencies: the same entities in every language) is consistency too, but not
+    knowledge: :func:`rankc_table` of the control frame measures it.
+
+    Returns:
+        one row per pair: ``lang_a``, ``lang_b``, ``n_facts`` (facts scored in every language),
+        ``rankc``, ``rankc_chance`` (mean over ``n_perm`` shuffles), ``rankc_beyond``.
+    """
+    langs, facts, arr = _score_cube(pairs, reduction, prefix)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, j in itertools.combinations(range(len(langs)), 2):
+        obs = rankc(arr[i], arr[j])
+        null = rankc_null(arr[i], arr[j], n_perm, rng)
+        rows.append({"lang_a": langs[i], "lang_b": langs[j], "n_facts": len(facts),
+                     "rankc": obs, "rankc_chance": float(null.mean()),
+                     "rankc_beyond": obs - float(null.mean())})
+    return pd.DataFrame(rows)
+
+
+def rankc_null(scores_a: np.ndarray, scores_b: np.ndarray, n_perm: int = 199,
+               rng: np.random.Generator | int | None = 0) -> np.ndarray:
+    """RankC under "the two languages share nothing about facts": ``[n_perm]`` RankC values
+    with the facts of ``scores_b`` permuted (each language's rankings kept)."""
+    rng = np.random.default_rng(rng)
+    return np.array([rankc(scores_a, scores_b[rng.permutation(len(scores_b))])
+                     for _ in range(n_perm)])
+
+
+def agreement_kappas(facts: pd.DataFrame, reduction: str = "mean",
+                     stratum: str | None = None, n_boot: int = 2000, seed: int = 0):
+    """The project's agreement measure on BMLAMA: Cohen's kappa of per-fact correctness (top-1)
+    between languages, within each level of ``stratum`` (e.g. the relation: some relations are
+    easy in every language, the defect issue 27 removed from XCOMPS' agreement) and averaged;
+    :func:`xcomps_utils.analysis.consistency.bootstrap_kappas` on :func:`fact_table`'s rows.
+
+    Args:
+        facts: :func:`fact_table` output, with ``stratum`` as a column when given.
+
+    Returns:
+        :class:`xcomps_utils.analysis.consistency.KappaReplicates` (``.table`` one row per pair).
+    """
+    from .consistency import bootstrap_kappas
+
+    col = f"top1_{reduction}"
+    unit = ["fact"] + ([stratum] if stratum else [])
+    return bootstrap_kappas(facts, correct=col, unit=unit, item="fact", n_boot=n_boot,
+                            seed=seed, within=stratum)
+
+
+def consistency_follows(table: pd.DataFrame, labels: pd.Series, value: str = "rankc",
+                        n_perm: int = 9999, seed: int = 0, scope: str = "",
+                        strata: pd.Series | None = None) -> ClaimTest:
+    """*Consistency is higher between related languages* (Qi et al. 2023, §5: language pairs of
+    the same family or script, and with more shared subwords, are more consistent): mean
+    ``value`` over language pairs that share a label (``labels``: family, script) minus the mean
+    over pairs that do not.
+
+    Unit: the **language**, not the pair: a language pair's values share languages (a language
+    known well is consistent with every other), so pairs are not exchangeable. Null (Mantel
+    type): the labels permuted over languages, every pair's same/different recomputed; exact
+    when there are at most 20,000 relabelings (:func:`xcomps_utils.analysis.claims.language_claim`).
+
+    Args:
+        table: one row per language pair with ``lang_a``, ``lang_b`` and ``value`` (e.g.
+            :func:`rankc_table`, or a kappa table).
+        labels: one label per language (index: language codes).
+
+    Raises:
+        ValueError: no same-label pair or no different-label pair.
+    """
+    _need(table, ["lang_a", "lang_b", value], "the pair table")
+    langs = sorted(set(table["lang_a"]) | set(table["lang_b"]))
+    lab = labels.reindex(langs)
+    if lab.isna().any():
+        raise ValueError(f"no label for {list(lab.index[lab.isna()])}")
+    pos = {l: k for k, l in enumerate(langs)}
+    a = table["lang_a"].map(pos).to_numpy()
+    b = table["lang_b"].map(pos).to_numpy()
+    vals = table[value].to_numpy(float)
+    same_obs = lab.to_numpy()[a] == lab.to_numpy()[b]
+    if same_obs.all() or not same_obs.any():
+        raise ValueError(f"need pairs of the same and of different {labels.name or 'label'}")
+
+    def stat(_, l):
+        s = l[a] == l[b]
+        if s.all() or not s.any():
+            return math.nan
+        return float(np.nanmean(vals[s]) - np.nanmean(vals[~s]))
+    name = labels.name or "label"
+    return language_claim(
+        f"consistency_follows_{name}", f"language pairs of the same {name} are more consistent",
+        f"mean {value}, same minus different {name} ({int(same_obs.sum())} vs "
+        f"{int((~same_obs).sum())} pairs)", pd.Series(np.zeros(len(langs)), index=langs), lab,
+        stat, +1, strata=strata, source=RANKC_SOURCE, scope=scope,
+        null_hypothesis=f"a pair's {value} does not depend on sharing a {name} (labels "
+        f"exchangeable over languages)", n_obs=len(table), n_perm=n_perm, seed=seed)
+
+
+# --- families -----------------------------------------------------------------------------------
+
+def correct_families(tests: list[ClaimTest], alpha: float = ALPHA) -> list[ClaimTest]:
+    """The chapter's Holm families (:func:`xcomps_utils.analysis.claims.correct`, Tarone-restricted): the
+    XCOMPS paper's claims (:data:`PRIMARY_CLAIMS`) on one benchmark and model are one
+    confirmatory family per ``scope``; everything else of that scope (consistency, Direct ~ Meta,
+    the sum reduction) one exploratory family. Order is kept.
+
+    Returns:
+        the corrected tests, in the input order.
+    """
+    groups: dict[tuple[str, str], list[int]] = {}
+    for k, t in enumerate(tests):
+        role = "confirmatory" if t.claim in PRIMARY_CLAIMS else "exploratory"
+        groups.setdefault((t.scope, role), []).append(k)
+    out: list[ClaimTest | None] = [None] * len(tests)
+    for (scope, role), idx in groups.items():
+        group = [tests[k] for k in idx]
+        fam = (correct(group, f"BMLAMA, primary claims ({scope})", role, alpha)
+               if role == "confirmatory" else
+               correct(group, f"BMLAMA, other claims ({scope})", role, alpha))
+        for k, t in zip(idx, fam):
+            out[k] = t
+    return out
+
+
+def language_claims(table: pd.DataFrame, typology: pd.DataFrame, scope: str,
+                    value: str = "beyond", morphology: str = "paper_type",
+                    neuro: pd.Series | None = None, meta: pd.Series | None = None,
+                    n_perm: int = 9999, seed: int = 0) -> tuple[list[ClaimTest], list[str]]:
+    """The XCOMPS paper's language-level claims on one benchmark and model, decided at the
+    language unit and corrected in the chapter's families (:func:`correct_families`):
+    :func:`resource_trend`, :func:`morphology_trend` (``morphology``: the paper's types on its
+    17 languages, or a numeric index such as ``grambank_bound`` on 53), :func:`english_rank`,
+    and :func:`methods_track` of Direct against ``neuro`` / ``meta`` when given (per-language
+    scores, index: language).
+
+    A claim the languages at hand cannot test at all (one tier only, English absent, fewer than
+    three languages with both scores) is left out and named in the second list with why.
+
+    Returns:
+        ``(tests, skipped)``: the corrected tests, and one sentence per claim left out.
+    """
+    tests, skipped = [], []
+    acc = table[value]
+    steps = [("resource_trend", lambda: resource_trend(table, typology, value, n_perm=n_perm,
+                                                       seed=seed, scope=scope)),
+             ("morphology_trend", lambda: morphology_trend(table, typology, value, morphology,
+                                                           n_perm=n_perm, seed=seed,
+                                                           scope=scope)),
+             ("english_rank", lambda: english_rank(table, value, scope=scope))]
+    for name, other in (("direct_tracks_neuro", neuro), ("direct_tracks_meta", meta)):
+        if other is not None:
+            steps.append((name, lambda o=other, c=name: methods_track(
+                acc, o, typology, claim=c, names=("Direct", c.rsplit("_", 1)[1].capitalize()),
+                n_perm=n_perm, seed=seed, scope=scope)))
+    for name, make in steps:
+        try:
+            tests.append(make())
+        except ValueError as e:
+            skipped.append(f"{name} ({scope}): not tested: {e}")
+    return correct_families(tests), skipped
+
+
+def power_table(tables: dict[str, pd.DataFrame], n_facts: int, sizes=(17, 53),
+                value: str = "pairwise_beyond", ratio: float = 0.5, family_size: int = 3,
+                smallest_sd: float | None = None) -> pd.DataFrame:
+    """What the language-level claims can detect, from the spread this run measured.
+
+    For each model (``tables``: model -> :func:`language_table`): the between-language spread
+    of ``value`` (accuracy beyond the control) and the mean per-language standard error
+    (:func:`spread_and_noise`), the facts per language at which that error is ``ratio`` times
+    the spread (:func:`facts_for_power`), and for ``n`` in ``sizes`` the minimum detectable
+    effects (80% power, two-sided 5%; :func:`minimum_detectable_effect`) of a resource trend
+    (accuracy per tier step), an English advantage over the others' mean (the rank test) and a
+    cross-language correlation (Direct ~ Neuro / Meta). English's place is read at the level it
+    meets in its confirmatory family: ``alpha / family_size`` (Holm's first step; the family of
+    resource, morphology and English holds 3 tests), so with 53 languages no outcome decides it
+    (English first gives two-sided p = 2/53 = 0.038 > 0.05/3), and ``mde_english_alone`` is the
+    same test as a family of its own.
+
+    When the languages' observed spread is within their sampling noise (``between_sd`` 0 or
+    below ``smallest_sd``, by default the accuracy SESOI of :data:`xcomps_utils.analysis.claims.SESOI`,
+    0.05), the sizes are planned for a spread of ``smallest_sd``: the smallest spread between
+    languages worth measuring (``planned_sd``).
+
+    Returns:
+        one row per model x ``n``: ``between_sd``, ``observed_sd``, ``planned_sd``,
+        ``mean_se``, ``facts_now``, ``facts_needed``, ``mde_resource_slope``, ``mde_english``, ``mde_english_alone``,
+        ``mde_correlation`` (inf: no effect is detectable).
+    """
+    rows = []
+    for model, t in tables.items():
+        sn = spread_and_noise(t, value, f"{value}_low", f"{value}_high")
+        planned = max(sn["between_sd"], SESOI["accuracy"] if smallest_sd is None
+                      else smallest_sd)
+        need = facts_for_power(sn["mean_se"], n_facts, planned, ratio)
+        # the spread a claim sees at the deciding size: true spread + the noise left there
+        sd = math.sqrt(planned ** 2 + (ratio * planned) ** 2)
+        for n in sizes:
+            rows.append({"model": model, "languages": n, "between_sd": sn["between_sd"],
+                         "observed_sd": sn["observed_sd"], "planned_sd": planned,
+                         "mean_se": sn["mean_se"], "facts_now": n_facts, "facts_needed": need,
+                         "mde_resource_slope": minimum_detectable_effect(n, sd, "slope"),
+                         "mde_english": minimum_detectable_effect(n, sd, "rank",
+                                                                  alpha=ALPHA / family_size),
+                         "mde_english_alone": minimum_detectable_effect(n, sd, "rank"),
+                         "mde_correlation": minimum_detectable_effect(n, sd, "correlation")})
+    return pd.DataFrame(rows)
+
+
+def consistency_table(scored: pd.DataFrame, reduction: str = "mean", n_perm: int = 99,
+                      n_boot: int = 200, seed: int = 0) -> pd.DataFrame:
+    """Both consistency measures of every language pair, side by side: RankC with its
+    fact-shuffled chance level (:func:`rankc_table`, every candidate) and this project's
+    agreement, Cohen's kappa of per-fact top-1 correctness within each relation, averaged
+    (:func:`agreement_kappas`; pairs whose distractor is also true left out), so that relations
+    easy in every language do not make agreement (the defect the XCOMPS agreement page had).
+
+    Args:
+        scored: :func:`scored_pairs` of one model, every language.
+
+    Returns:
+        one row per language pair: ``lang_a``, ``lang_b``, ``n_facts``, ``rankc``,
+        ``rankc_chance``, ``rankc_beyond``, ``kappa`` (within relation), ``agreement``.
+    """
+    rank = rankc_table(scored, reduction, n_perm=n_perm, seed=seed)
+    facts = fact_table(scored[~scored["distractor_true"].astype(bool)]).merge(
+        scored[["lang", "fact", "relation"]].drop_duplicates(), on=["lang", "fact"])
+    kap = agreement_kappas(facts, reduction, stratum="relation", n_boot=n_boot, seed=seed).table
+    return rank.merge(kap[["lang_a", "lang_b", "kappa", "agreement"]], on=["lang_a", "lang_b"],
+                      how="left")

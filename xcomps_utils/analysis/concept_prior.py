@@ -1,0 +1,251 @@
+"""The concept prior in XCOMPS' Direct judgements: how often it decides a pair, and the claims
+about it (this book's analysis, on the decompositions of :mod:`xcomps_utils.analysis.decompose`).
+
+Direct decides a pair by ``delta = cond_delta + prior_delta``: the continuation after the
+concept (conditional Direct, the property given the concept) plus the concept's own prior
+(:func:`xcomps_utils.analysis.decompose.decompose_pairs`). Here: :func:`prior_share` (how often the two
+judges disagree, the accuracies of Direct, conditional Direct and Direct with a shuffled prior,
+and the prior's correlation with the continuation), and four claims tested on items
+(:class:`xcomps_utils.analysis.claims.ClaimTest`): :func:`prior_favours_acceptable`,
+:func:`direct_gains_from_prior`, :func:`concept_carries_most`, :func:`property_above_chance`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .claims import SESOI, bootstrap_means, decided_rows, evaluate_claim
+
+__all__ = ["prior_share", "prior_favours_acceptable", "direct_gains_from_prior",
+           "shuffled_prior_accuracy", "concept_carries_most", "property_above_chance"]
+
+
+def _decided(d: pd.DataFrame, cols=("direct_correct", "cond_correct")) -> pd.DataFrame:
+    """Pairs that are a decision of each judge named in ``cols``, by the book's one rule
+    (:func:`xcomps_utils.analysis.claims.decided_rows`: the run's ``direct_decision`` when present,
+    else ties and near ties out), so this chapter's Direct accuracy is the XCOMPS chapter's."""
+    for c in cols:
+        d = decided_rows(d, c)
+    return d
+
+
+def _prior_rows(d: pd.DataFrame) -> pd.DataFrame:
+    """Decided pairs with ``direct_right`` (the level) and ``prior_only`` (1: conditional Direct
+    does not prefer the acceptable sentence) for :func:`xcomps_utils.analysis.claims.bootstrap_means`."""
+    d = _decided(d, ("direct_correct",))
+    return d.assign(direct_right=(d["direct_correct"] == 1).astype(int),
+                    prior_only=(d["cond_correct"] != 1).astype(float))
+
+
+def shuffled_prior_accuracy(d: pd.DataFrame, n_draws: int = 200, seed: int = 0) -> float:
+    """Direct's accuracy with each pair's concept prior replaced by that of another pair of the
+    same language and negative type (``cond_delta + prior_delta`` shuffled; the run's near-tie
+    tolerance ``direct_near_tie_tolerance`` applied as to Direct), mean over ``n_draws``: what a
+    prior with the same distribution but unrelated to the pair would give (a drawn chance
+    level for Direct beside conditional Direct).
+
+    Returns:
+        the mean accuracy over the draws (NaN without pairs).
+    """
+    d = _decided(d, ("cond_correct",))
+    if not len(d):
+        return math.nan
+    keys = [c for c in ("lang", "negative_sample_type") if c in d]
+    codes = d.groupby(keys, sort=False).ngroup().to_numpy() if keys else np.zeros(len(d), int)
+    prior = d["prior_delta"].to_numpy(float) if "prior_delta" in d else \
+        (d["delta"] - d["cond_delta"]).to_numpy(float)
+    tol = d["direct_near_tie_tolerance"].fillna(0).to_numpy(float) \
+        if "direct_near_tie_tolerance" in d else np.zeros(len(d))
+    rng = np.random.default_rng(seed)
+    order = np.argsort(codes, kind="stable")
+    drawn = np.argsort(codes[None, :] + rng.random((n_draws, len(d))), axis=1)
+    shuffled = np.empty((n_draws, len(d)))
+    shuffled[:, order] = prior[drawn]
+    s = d["cond_delta"].to_numpy(float)[None, :] + shuffled
+    ok = (s != 0) & (np.abs(s) >= tol[None, :])
+    with np.errstate(invalid="ignore"):
+        return float(np.nanmean((s > 0).sum(1, where=ok) / ok.sum(1)))
+
+
+def _level(value):
+    """``combine`` for bootstrap_means: the mean of the level ``value`` (NaN if absent)."""
+    def combine(means, levels):
+        return means[:, levels.index(value)] if value in levels else np.full(len(means), np.nan)
+    return combine
+
+
+def prior_share(decomposed: pd.DataFrame, by: str | list[str] | None = "lang",
+                item: str = "property", n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """How often the two judges of a pair disagree, the three accuracies, and how the concept
+    prior relates to the continuation.
+
+    ``prior_share`` (a *gross* count, not an explanation): among the pairs full-sentence Direct
+    gets right (ties and near ties left out), the fraction whose continuation after the concept
+    does *not* prefer the acceptable sentence (``cond_delta <= 0``). It is far from 0 even with
+    no systematic prior and no knowledge: with independent zero-mean noise on both parts it is
+    about 25%. Beside it: ``direct_acc`` (Direct), ``cond_acc`` (conditional Direct),
+    ``shuffled_acc`` (Direct with the prior of another pair of the same language and type,
+    :func:`shuffled_prior_accuracy`), ``gain`` (Direct minus conditional accuracy on the pairs
+    both decide, what :func:`direct_gains_from_prior` tests), ``prior_favours`` (the share of
+    pairs whose prior favours the acceptable concept, :func:`prior_favours_acceptable`),
+    ``prior_cond_r`` (Spearman correlation of ``prior_delta`` and ``cond_delta`` over pairs: a
+    prior tied to the continuation changes Direct's accuracy whatever its mean), the counts
+    ``both``, ``only_direct``, ``only_cond``, ``neither`` (over all pairs), and
+    ``prior_share``'s 95% percentile interval resampling whole items (``item``: a concept-property
+    item in every language at once, :func:`xcomps_utils.analysis.claims.bootstrap_means`).
+
+    Returns:
+        one row per group (``by=None``: one row, ``all``): ``pairs``, ``direct_correct``
+        (count), ``prior_share``, ``ci_low``, ``ci_high``, ``items``, ``direct_acc``,
+        ``cond_acc``, ``shuffled_acc``, ``gain``, ``prior_favours``, ``prior_cond_r``,
+        ``both``, ``only_direct``, ``only_cond``, ``neither``.
+    """
+    groups = [("all", decomposed)] if by is None else decomposed.groupby(by, sort=False)
+    names = ["group"] if by is None else ([by] if isinstance(by, str) else list(by))
+    rows = []
+    for key, d in groups:
+        est, lo, hi, n = bootstrap_means(_prior_rows(d), "prior_only", item, "direct_right",
+                                         _level(1), n_boot=n_boot, seed=seed)
+        dc, cc = d["direct_correct"] == 1, d["cond_correct"] == 1
+        both = _decided(d)
+        prior = d["delta"] - d["cond_delta"]
+        key = key if isinstance(key, tuple) else (key,)
+        rows.append({**dict(zip(names, key)), "pairs": len(d), "direct_correct": int(dc.sum()),
+                     "prior_share": est, "ci_low": lo, "ci_high": hi, "items": n,
+                     "direct_acc": float(_decided(d, ("direct_correct",))["direct_correct"]
+                                         .mean()),
+                     "cond_acc": float(_decided(d, ("cond_correct",))["cond_correct"].mean()),
+                     "shuffled_acc": shuffled_prior_accuracy(d, seed=seed),
+                     "gain": float(both["direct_correct"].mean() - both["cond_correct"].mean()),
+                     "prior_favours": float((prior[prior != 0] > 0).mean()),
+                     "prior_cond_r": float(prior.corr(d["cond_delta"], method="spearman")),
+                     "both": int((dc & cc).sum()), "only_direct": int((dc & ~cc).sum()),
+                     "only_cond": int((~dc & cc).sum()), "neither": int((~dc & ~cc).sum())})
+    return pd.DataFrame(rows)
+
+
+_SOURCE = ("this book (issue 14): XCOMPS (He et al., 2025) x token-level perplexity (Prins et al., "
+           "2026)")
+
+
+def prior_favours_acceptable(decomposed: pd.DataFrame, scope: str = "all languages",
+                             item: str = "property", **kw):
+    """*The concept prior favours the acceptable concept*: the share of pairs whose prior
+    (``prior_delta = delta - cond_delta``, the prefix and concept part of Direct's difference)
+    is positive, minus 0.5, items resampled; pairs with a prior of exactly 0 left out.
+
+    The null: the prior is as likely to favour either concept (its median is 0). What it does
+    not test: whether the prior *helps Direct* (a prior that favours the acceptable concept on
+    average can still cost Direct accuracy by its spread; :func:`direct_gains_from_prior`), and
+    a zero-mean prior that is correlated with the continuation is, rightly, not decided here,
+    although it changes Direct's accuracy (the earlier mirror test, Direct against the prior's
+    sign flipped, decided such a prior in every dataset).
+
+    Returns:
+        :class:`xcomps_utils.analysis.claims.ClaimTest`.
+    """
+    prior = decomposed["delta"] - decomposed["cond_delta"]
+    d = decomposed.assign(prior_favours=(prior > 0).astype(float))[prior != 0]
+    return evaluate_claim("prior_favours_acceptable", "the concept prior favours the acceptable "
+                          "concept", "share of pairs whose concept prior favours the acceptable "
+                          "concept", d, ("prior_favours", None, _level(None)), item, +1, 0.5,
+                          "item", _SOURCE, scope=scope, null_hypothesis="the prior is as likely "
+                          "to favour either concept (median 0)", sesoi=SESOI["proportion"],
+                          **kw)
+
+
+def direct_gains_from_prior(decomposed: pd.DataFrame, scope: str = "all languages",
+                            item: str = "property", **kw):
+    """*Direct gains from the concept prior*: Direct's accuracy minus conditional Direct's
+    (``cond_delta``: the continuation after the concept, the prior removed), over the pairs both
+    decide (:func:`xcomps_utils.analysis.claims.decided_rows`), items resampled (paired: the same pairs).
+
+    Null: the two are equally accurate. It is decided either way by what the prior does to
+    Direct: a prior that favours the acceptable concept on average but is noisy can make Direct
+    *less* accurate (contradicted), a zero-mean prior tied to the continuation can make it more
+    or less accurate. The page shows, beside it, the drawn chance level of a prior unrelated to
+    the pair (:func:`shuffled_prior_accuracy`) and the correlation of prior and continuation
+    (:func:`prior_share`).
+
+    Returns:
+        :class:`xcomps_utils.analysis.claims.ClaimTest`.
+    """
+    both = _decided(decomposed)
+    long = pd.concat([both.assign(judge="a_direct", right=both["direct_correct"]),
+                      both.assign(judge="b_cond", right=both["cond_correct"])])
+
+    def combine(means, levels):
+        return means[:, levels.index("a_direct")] - means[:, levels.index("b_cond")]
+    return evaluate_claim("direct_gains_from_prior", "Direct gains from the concept prior: it "
+                          "is more accurate than conditional Direct", "Direct minus conditional "
+                          "Direct accuracy", long, ("right", "judge", combine), item, +1, 0.0,
+                          "item", _SOURCE, scope=scope, null_hypothesis="Direct and conditional "
+                          "Direct are equally accurate on the pairs both decide",
+                          sesoi=SESOI["accuracy"], **kw)
+
+
+def concept_carries_most(decomposed: pd.DataFrame, unit: str = "s",
+                         scope: str = "all languages", item: str = "property", **kw):
+    """*The concept tokens carry most of the log-probability difference* (the analogue of Prins
+    et al.'s pivotal tokens, here the differing span): mean plain proportion of the concept
+    group above 0.5, items resampled.
+
+    Returns:
+        :class:`xcomps_utils.analysis.claims.ClaimTest`.
+    """
+    col = f"plain_concept_{unit}"
+    return evaluate_claim("concept_carries_most", "the concept tokens carry most of the "
+                          "difference", f"mean plain proportion on concept tokens "
+                          f"({'surprisal' if unit == 's' else 'perplexity'} differences)",
+                          decomposed.dropna(subset=[col]), (col, None, _level(None)), item,
+                          +1, 0.5, "item", _SOURCE, scope=scope, null_hypothesis="the concept "
+                          "tokens carry half of the difference", sesoi=0.1, **kw)
+
+
+def property_above_chance(decomposed: pd.DataFrame, scope: str = "all languages",
+                          item: str = "property", control: pd.DataFrame | None = None, **kw):
+    """*The property tokens prefer the acceptable sentence*: conditional Direct accuracy against
+    its chance level, over the pairs it decides, items resampled.
+
+    The chance level is **drawn** when ``control`` is given: the conditional Direct accuracy of
+    the same prefixes followed by another item's continuation
+    (:func:`xcomps_utils.analysis.decompose.mismatched_pairs`, decomposed the same way), where no
+    continuation is about its concept. The effect is then the accuracy minus the control's, the
+    two paired by item (an item's pairs and its control pairs are resampled together). Without
+    ``control`` the level is the assumed 0.5, and the claim's caveat says so.
+
+    Args:
+        decomposed: decomposed XCOMPS pairs (``cond_correct``, the item column, the run's
+            decision columns).
+        control: the decomposed mismatched-continuation pairs, or None.
+
+    Returns:
+        :class:`xcomps_utils.analysis.claims.ClaimTest`.
+    """
+    d = _decided(decomposed, ("cond_correct",))
+    if control is None:
+        return evaluate_claim("property_above_chance", "the property tokens prefer the "
+                              "acceptable sentence", "conditional Direct accuracy minus 0.5", d,
+                              ("cond_correct", None, lambda m, _: m[:, 0] - 0.5), item, +1, 0.0,
+                              "item", _SOURCE, scope=scope, null_hypothesis="conditional Direct "
+                              "is at chance (0.5)", sesoi=SESOI["accuracy"],
+                              caveat="the chance level 0.5 is assumed, not drawn (no "
+                              "mismatched-continuation control was given)", **kw)
+    c = _decided(control, ("cond_correct",))
+    both = pd.concat([d.assign(frame="pairs"), c.assign(frame="control")], ignore_index=True)
+
+    def combine(m, levels):
+        if "control" not in levels or "pairs" not in levels:
+            return np.full(len(m), np.nan)
+        return m[:, levels.index("pairs")] - m[:, levels.index("control")]
+    ctrl = float(c["cond_correct"].mean()) if len(c) else math.nan
+    return evaluate_claim("property_above_chance", "the property tokens prefer the acceptable "
+                          "sentence", "conditional Direct accuracy minus its drawn chance level "
+                          f"(another item's continuation: {ctrl:.3f})", both,
+                          ("cond_correct", "frame", combine), item, +1, 0.0, "item", _SOURCE,
+                          scope=scope, null_hypothesis="conditional Direct is as accurate with "
+                          "the item's own continuation as with another item's (the drawn "
+                          "chance level)", sesoi=SESOI["accuracy"], **kw)

@@ -1,0 +1,92 @@
+"""Accuracy and its confidence interval."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .claims import bootstrap_means
+
+__all__ = ["wilson_interval", "accuracy_table", "MIN_ITEMS"]
+
+#: fewer shared items than this and the item bootstrap gives no interval (NaN): see
+#: :data:`xcomps_utils.analysis.claims.MIN_BOOTSTRAP_UNITS`
+MIN_ITEMS = 10
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (Wilson, 1927), via SciPy.
+
+    Better behaved than the normal approximation near 0 and 1 and for small ``n``.
+
+    Returns:
+        ``(low, high)`` in [0, 1].
+
+    Raises:
+        ValueError: ``n < 1``, ``successes`` outside ``[0, n]`` or ``confidence`` outside (0, 1).
+    """
+    from scipy.stats import binomtest
+
+    if n < 1 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n and n >= 1, got {successes}/{n}")
+    ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def accuracy_table(scored: pd.DataFrame, by: str | list[str] = "task",
+                   confidence: float = 0.95, item: str | None = None, n_boot: int = 2000,
+                   seed: int = 0) -> pd.DataFrame:
+    """Accuracy per group of scored pairs, with an interval; ties and near ties apart.
+
+    The interval is Wilson's (Wilson, 1927) when pairs are independent; when pairs share items
+    (``item``: the column naming them, e.g. XCOMPS' ``property``, 4 pairs an item), it is a
+    percentile bootstrap that resamples whole items (:func:`xcomps_utils.analysis.claims.bootstrap_means`):
+    a Wilson interval over pairs that share items is too narrow (it covered 86% for 95%).
+    Pairs that are each their own item get Wilson's interval; fewer than :data:`MIN_ITEMS`
+    shared items get none (NaN). A ``decision`` column
+    (:func:`xcomps_utils.lm.precision.decisions`) wins over ``tie`` / ``near_tie``; a pair without a
+    decision or a ``correct`` value is not counted as decided.
+
+    ``scored`` needs a boolean column ``correct``, and may have ``tie`` (the two log-probabilities
+    are equal) and ``near_tie`` (their difference is below the precision of the run's dtype, see
+    :mod:`xcomps_utils.lm.precision`). A tie or near tie is not a decision: it is left out of the
+    accuracy's denominator and counted apart, so a pair the model cannot tell apart counts neither
+    as right nor as wrong.
+
+    Returns:
+        one row per group: ``n`` (all pairs), ``ties``, ``near_ties``, ``decided`` (``n`` minus
+        both), ``correct`` (among the decided), ``accuracy`` (``correct / decided``, NaN when no
+        pair is decided), ``ci_low``, ``ci_high``.
+
+    Raises:
+        KeyError: no ``correct`` column.
+    """
+    if "correct" not in scored:
+        raise KeyError(f"accuracy_table needs a 'correct' column; got {list(scored.columns)}")
+    names = [by] if isinstance(by, str) else list(by)
+    rows = []
+    for key, g in scored.groupby(by, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        if "decision" in g:
+            tie, near = g["decision"] == "tie", g["decision"] == "near_tie"
+            dec = g[g["decision"].isin(["right", "wrong"])]
+        else:
+            tie = g["tie"].astype(bool) if "tie" in g else pd.Series(False, index=g.index)
+            near = (g["near_tie"].astype(bool) & ~tie if "near_tie" in g
+                    else pd.Series(False, index=g.index))
+            dec = g[~(tie | near) & g["correct"].notna()]
+        k, n = int(dec["correct"].astype(bool).sum()), len(dec)
+        shared = item is not None and dec[item].nunique() < n  # some item holds several pairs
+        if not n:
+            lo, hi = float("nan"), float("nan")
+        elif shared and dec[item].nunique() < MIN_ITEMS:
+            lo, hi = float("nan"), float("nan")  # too few items for a bootstrap interval
+        elif shared:
+            _, lo, hi, _ = bootstrap_means(dec.assign(correct=dec["correct"].astype(float)),
+                                           "correct", item, None, lambda m, _: m[:, 0],
+                                           n_boot=n_boot, seed=seed, confidence=confidence)
+        else:
+            lo, hi = wilson_interval(k, n, confidence)
+        rows.append({**dict(zip(names, key)), "n": len(g), "ties": int(tie.sum()),
+                     "near_ties": int(near.sum()), "decided": n, "correct": k,
+                     "accuracy": k / n if n else float("nan"), "ci_low": lo, "ci_high": hi})
+    return pd.DataFrame(rows)

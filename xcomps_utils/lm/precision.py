@@ -1,0 +1,168 @@
+"""How far a log-probability difference can be trusted in a given precision, and *near ties*.
+
+A Direct or Meta decision rests on one number per minimal pair, ``delta = log p(good) - log p(bad)``
+(nats). Computed in a finite precision it carries an error; a pair whose ``|delta|`` is below
+that error could have the other sign in exact arithmetic, so it is a *near tie*, not a confident
+decision (:func:`near_ties`; reported apart from exact ties ``delta == 0`` and from decided pairs).
+
+float32 (and float64)
+    What the scorer guarantees: its float32 log-probabilities equal a plain one-text-at-a-time
+    float32 computation within :data:`FLOAT32_TOKEN_TOLERANCE` (1e-5 nats) per token, whatever the
+    batching, wherever the model's float32 kernels agree across batch shapes (English BLiMP
+    sentences on both embedded models, ``tests/test_scoring.py``). What it cannot guarantee is the
+    model's own float32 arithmetic: a model with massive activations (SmolLM2) changes by up to
+    5.4e-4 per token between batch shapes on non-Latin scripts, batched by us or by minicons alike; the same tokens scored inside sequences of other lengths differ by up to
+    :data:`FLOAT32_LENGTH_TOLERANCE` per token (kernels round differently per shape), and the gap
+    to a float64 computation is a property of the model and the script,
+    :data:`FLOAT32_GAP_BY_MODEL` (measured, per token). A float32 pair's near-tie tolerance is
+    that gap times the pair's tokens.
+
+bfloat16 (and float16)
+    The model body rounds every activation to 8 significant bits (the LM head and the
+    normalisation run in float32, :func:`xcomps_utils.lm.scoring._head`). The tolerance
+    :data:`BF16_PAIR_TOLERANCE` is measured, not derived: see its docstring. float16 keeps 11
+    bits but was not measured; it is given bfloat16's tolerance (an upper bound).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: Model dtypes a run may ask for (``auto``: bfloat16 on CUDA, float32 on CPU).
+DTYPES = ("auto", "float32", "bfloat16", "float16")
+
+__all__ = ["FLOAT32_TOKEN_TOLERANCE", "FLOAT32_LENGTH_TOLERANCE", "FLOAT32_GAP_BY_MODEL",
+           "FLOAT32_GAP_DEFAULT", "BF16_PAIR_TOLERANCE", "pair_tolerance", "near_ties",
+           "dtype_name", "decisions", "DECISIONS"]
+
+#: nats per scored token: batched float32 scoring vs a plain one-text-at-a-time float32 loop (the
+#: scorer's guarantee, tested in tests/test_scoring.py).
+FLOAT32_TOKEN_TOLERANCE = 1e-5
+
+#: nats per token: one model in float32, the same tokens with the same context, inside sequences
+#: of different lengths (a prefix scored alone vs inside its sentence). Measured: 1.37e-5 worst
+#: (SmolLM2-135M, English, 2-core x86 CI machine, main 983efd0; first token -7.14215043 vs
+#: -7.14213877); 5e-5 leaves 3.6x headroom. Tests that compare across lengths use this constant.
+FLOAT32_LENGTH_TOLERANCE = 5e-5
+
+#: nats per token: the largest change of a token's float32 log-probability that the model's own
+#: float32 arithmetic makes, measured per model: against a float64 one-text-at-a-time loop and
+#: between batch shapes. SmolLM2-135M (massive residual activations, |h| about 25,000): 4.8e-4
+#: against float64 on 400 XCOMPS sentences in zh, en, hu (worst 砧板是用来切东西的。), 5.4e-4
+#: batched vs one at a time on the same sentences (benchmarks/README.md, "GPU readiness");
+#: by script 3.0e-4 (ar), 2.0e-4 (zh), 1.2e-4 (hi), 3.0e-5 (ru), 1.3e-5 (en) against float64
+#: (issue 19; minicons shows the same gaps, so they are the model's, not the scorer's).
+FLOAT32_GAP_BY_MODEL = {"smollm2-135m-instruct": 5.4e-4}
+
+#: for a model not measured (Gemma-3-270M included): SmolLM2's worst gap, an upper bound for
+#: models without massive activations. Re-measure a new model before trusting float32 near ties.
+FLOAT32_GAP_DEFAULT = 5.4e-4
+
+#: nats per pair difference, for bfloat16 (and float16) runs: 1.0.
+#:
+#: Measured (``benchmarks/bf16_tolerance.py``, 2026-12-01, CPU, both embedded models loaded in
+#: float32 and in bfloat16; BLiMP ``anaphor_gender_agreement`` and ``animate_subject_passive``,
+#: 300 pairs each; XCOMPS sample, 210 pairs as Direct sentences and 70 as Meta prompts, seven
+#: languages): ``|delta_bf16 - delta_fp32|`` over 1,550 pairs has a 99th percentile of 0.37 nats,
+#: a 99.9th of 0.85 and a maximum of 1.00 (Gemma-3-270M alone, 880 pairs: 0.45 / 0.73 / 0.82);
+#: the largest change of a BLiMP sentence's bfloat16 score between batch shapes (alone vs token-
+#: budget batches) is 0.84 (SmolLM2; Gemma 0.33). 1.0 nat is above all of these but one pair
+#: (1.003): about 1.2 x the 99.9th percentile. Decision flips between the dtypes: 9 of 1,760
+#: pairs (SmolLM2 7 of 880, Gemma 2 of 880), 8 of them with ``|delta_bf16| < 0.25``.
+#:
+#: Not covered: SmolLM2-135M's XCOMPS *Direct* pairs (210 pairs: 99th percentile 10.7 nats,
+#: maximum 16.1; 14 pairs above 1 nat; worst on Chinese sentences). SmolLM2 has massive
+#: activations (``|h|`` about 25,000 in the residual stream from block 12 on), which bfloat16's
+#: 8 significant bits round by about 100: an 8% error in the residual stream, 20% after the final
+#: norm. Run such a model in float32 (the CPU default); re-measure a new model with the script
+#: (``--models <name>``) before trusting its bfloat16 results.
+BF16_PAIR_TOLERANCE = 1.0
+
+
+def dtype_name(dtype) -> str:
+    """``"bfloat16"``, ``"float32"``, ... from a ``torch.dtype`` or a name (``"bf16"``,
+    ``"torch.float16"``).
+
+    Raises:
+        ValueError: not a floating-point dtype this module knows.
+    """
+    name = str(dtype).removeprefix("torch.")
+    name = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32",
+            "float": "float32", "fp64": "float64", "double": "float64"}.get(name, name)
+    if name not in ("float32", "float64", "bfloat16", "float16"):
+        raise ValueError(f"no tolerance for dtype {dtype!r}; use float32, float64, bfloat16 or "
+                         f"float16")
+    return name
+
+
+def pair_tolerance(dtype, n_tokens, model: str | None = None) -> np.ndarray:
+    """The error bound of a pair's ``delta`` (nats) in a run of ``dtype``.
+
+    Args:
+        dtype: the run's dtype (``torch.dtype`` or name).
+        n_tokens: ``[n]`` scored tokens of good + bad per pair (used in float32).
+        model: the model's name, for its measured float32 gap (:data:`FLOAT32_GAP_BY_MODEL`).
+
+    Returns:
+        ``[n]`` float64: the model's float32 gap per token x ``n_tokens`` in float32,
+        ``FLOAT32_TOKEN_TOLERANCE x n_tokens`` in float64, :data:`BF16_PAIR_TOLERANCE` in
+        bfloat16/float16.
+
+    Raises:
+        ValueError: unknown dtype, negative token counts.
+    """
+    n = np.asarray(n_tokens, dtype=np.float64)
+    if (n < 0).any():
+        raise ValueError("n_tokens must be >= 0")
+    name = dtype_name(dtype)
+    if name == "float32":
+        return FLOAT32_GAP_BY_MODEL.get(model, FLOAT32_GAP_DEFAULT) * n
+    if name == "float64":
+        return FLOAT32_TOKEN_TOLERANCE * n
+    return np.full(n.shape, BF16_PAIR_TOLERANCE)
+
+
+def near_ties(delta, dtype, n_tokens, model: str | None = None) -> np.ndarray:
+    """Pairs decided by less than the precision's error: ``0 < |delta| < pair_tolerance``.
+
+    Exact ties (``delta == 0``) are not near ties (they are counted as ties), so ties, near ties
+    and decided pairs are disjoint.
+
+    Args:
+        delta: ``[n]`` log p(good) - log p(bad), nats.
+        dtype, n_tokens: as :func:`pair_tolerance`.
+
+    Returns:
+        ``[n]`` bool.
+    """
+    d = np.abs(np.asarray(delta, dtype=np.float64))
+    return (d > 0) & (d < pair_tolerance(dtype, n_tokens, model))
+
+
+#: the one decision of a pair, written from the run's measures and read by every consumer
+DECISIONS = ("right", "wrong", "tie", "near_tie")
+
+
+def decisions(table, method: str = "direct"):
+    """One decision per pair: ``"right"``, ``"wrong"``, ``"tie"`` or ``"near_tie"``, from the
+    ``<method>_correct``, ``<method>_tie`` and ``<method>_near_tie`` columns a run wrote.
+
+    The book's primary convention leaves ties and near ties out of every accuracy (they are not
+    decisions at the run's precision); counting near ties by their sign is the sensitivity
+    check. Every table, claim and chapter reads this column (``<method>_decision``), so two
+    chapters never disagree on a pair.
+
+    Returns:
+        a ``pandas.Series`` of the four labels (NaN where the pair has no ``correct``).
+    """
+    import pandas as pd
+
+    c = table[f"{method}_correct"]
+    tie = table.get(f"{method}_tie", pd.Series(0.0, index=table.index)).fillna(0).astype(bool)
+    near = table.get(f"{method}_near_tie",
+                     pd.Series(0.0, index=table.index)).fillna(0).astype(bool)
+    out = pd.Series(np.where(c == 1, "right", "wrong"), index=table.index, dtype=object)
+    out[near & ~tie] = "near_tie"
+    out[tie] = "tie"
+    out[c.isna()] = np.nan
+    return out

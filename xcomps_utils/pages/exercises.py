@@ -1,0 +1,190 @@
+"""Helpers for the book's exercises: what a solution needs beyond a few lines of arithmetic.
+
+Each helper re-uses what a chapter already computed (a :class:`~xcomps_utils.runs.execute.Results`
+read from the results store), so a solution runs in seconds when the book is built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import StratifiedKFold
+
+from ..lm.token_scores import TokenScores
+from ..methods.probing import make_folds, probe_layers, probe_sentences
+from ..runs.execute import ShardedStates
+
+__all__ = ["reprobe", "Reprobe", "policy_flips", "first_word_split", "load_with_template"]
+
+
+@dataclass(frozen=True)
+class Reprobe:
+    """The per-layer probe of :func:`reprobe` and how its folds were made.
+
+    Attributes:
+        curve: one row per layer (``L + 1`` rows): ``layer``, ``f1``, ``balanced_accuracy``,
+            ``mcc``, ``convergence_warnings`` (:func:`xcomps_utils.methods.probing.probe_layers`).
+        grouping: how the folds group the sentences (``"none (sentences)"`` for plain folds).
+        leaked_concepts, leaked_items: distinct concepts, and concept-property items, found in
+            both the training and the test sentences of some fold.
+    """
+
+    curve: pd.DataFrame
+    grouping: str
+    leaked_concepts: int
+    leaked_items: int
+
+
+def reprobe(results, pairs: pd.DataFrame, folds: str = "leak_free", lang: str | None = None,
+            n_splits: int = 5, seed: int = 0) -> Reprobe:
+    """Neuro's per-layer probe again, on the hidden states a Neuro run stored, with other folds.
+
+    The chapter's probe (:func:`xcomps_utils.methods.probing.probe_pairs`) builds its cross-validation
+    folds so that no concept and no concept-property item sits on both sides of a fold
+    (``folds="leak_free"``, :func:`xcomps_utils.methods.probing.make_folds`). ``folds="sentences"``
+    splits the sentences with a plain stratified K-fold instead, as a naive probing study would:
+    sentences of one item, and sentences naming one concept, then land in training and test
+    alike, so the probe is tested on concepts it was trained on (the leak that He et al.'s
+    Neuro method, XCOMPS 2025, must avoid; Hewitt & Liang 2019 on probes that memorise).
+
+    Args:
+        results: the :class:`~xcomps_utils.runs.execute.Results` of a run with ``"neuro"``.
+        pairs: the XCOMPS pairs of that run (``good``, ``bad``, ``lang``, ``property``,
+            ``acceptable_concept``, ``unacceptable_concept``).
+        folds: ``"leak_free"`` (the chapter's folds) or ``"sentences"`` (leaking folds).
+        lang: keep one language's pairs (``None``: all pairs of ``pairs``).
+        n_splits, seed: cross-validation folds and their seed.
+
+    Returns:
+        a :class:`Reprobe`: the per-layer scores (``.curve``), the folds' ``grouping`` and the
+        leaked concepts and items.
+
+    Raises:
+        KeyError: ``results`` holds no Neuro run, or a sentence of ``pairs`` has no stored state
+            (pairs of another run).
+        ValueError: unknown ``folds``; no pair of ``lang``.
+        ProbeError: too few sentences of a class for ``n_splits`` folds.
+    """
+    if "neuro" not in results.runs:
+        raise KeyError(f"these results hold no Neuro run (runs: {list(results.runs)})")
+    if folds not in ("leak_free", "sentences"):
+        raise ValueError(f"folds must be 'leak_free' or 'sentences', got {folds!r}")
+    if lang is not None:
+        pairs = pairs[pairs["lang"] == lang]
+        if pairs.empty:
+            raise ValueError(f"no pair of language {lang!r}")
+    states = ShardedStates(results.store, results.runs["neuro"])
+    sents = probe_sentences(pairs, "property" if "property" in pairs else "item")
+    missing = [t for t in sents["text"] if t not in states.index]
+    if missing:
+        raise KeyError(f"{len(missing)} sentences have no stored state, e.g. {missing[0]!r}: "
+                       f"pairs of another run?")
+    y = sents["label"].to_numpy()
+    concepts = sents["concept"].to_numpy(dtype=object)
+    items = sents["item"].to_numpy(dtype=object)
+    if folds == "leak_free":
+        split, info = make_folds(y, items, concepts, n_splits, seed)
+        grouping = info["grouping"]
+    else:
+        cv = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=seed)
+        split, grouping = list(cv.split(np.zeros(len(y)), y)), "none (sentences)"
+    leaked = {"leaked_concepts": set(), "leaked_items": set()}
+    for tr, te in split:
+        leaked["leaked_concepts"] |= set(concepts[tr]) & set(concepts[te])
+        leaked["leaked_items"] |= set(items[tr]) & set(items[te])
+    X = np.asarray(states[[states.index[t] for t in sents["text"]]])
+    return Reprobe(probe_layers(X, y, split), grouping, len(leaked["leaked_concepts"]),
+                   len(leaked["leaked_items"]))
+
+
+def policy_flips(wide: pd.DataFrame) -> pd.DataFrame:
+    """Pairs whose Direct decision changes with the first-token convention.
+
+    Args:
+        wide: Direct results of the same pairs under several BOS policies, one row per pair and
+            policy: ``task``, ``pair_id``, ``policy``, ``delta`` (log p(good) - log p(bad), nats)
+            and ``correct`` (as :meth:`~xcomps_utils.runs.execute.Results.wide` gives, with a
+            ``policy`` column added).
+
+    Returns:
+        one row per pair whose ``correct`` differs between two policies: ``task``, ``pair_id``,
+        and ``delta_<policy>`` / ``correct_<policy>`` for every policy, sorted by the largest
+        spread of ``delta`` first.
+
+    Raises:
+        ValueError: a required column is missing, or fewer than two policies.
+    """
+    need = {"task", "pair_id", "policy", "delta", "correct"}
+    if need - set(wide):
+        raise ValueError(f"wide results lack column(s) {sorted(need - set(wide))}")
+    if wide["policy"].nunique() < 2:
+        raise ValueError(f"need results under at least two policies, got "
+                         f"{sorted(wide['policy'].unique())}")
+    table = wide.pivot_table(index=["task", "pair_id"], columns="policy",
+                             values=["delta", "correct"], aggfunc="first")
+    table.columns = [f"{m}_{p}" for m, p in table.columns]
+    correct = table[[c for c in table if c.startswith("correct_")]].astype(bool)
+    deltas = table[[c for c in table if c.startswith("delta_")]]
+    flips = table[correct.nunique(axis=1) > 1].copy()
+    spread = (deltas.max(axis=1) - deltas.min(axis=1)).reindex(flips.index)
+    flips = flips.loc[spread.sort_values(ascending=False).index]
+    return flips.reset_index()[["task", "pair_id"] + sorted(deltas) + sorted(correct)]
+
+
+def first_word_split(tokens: pd.DataFrame, pair, bos_policy: str) -> dict:
+    """``log p(good) - log p(bad)`` of one pair (nats), split over the tokens of the first word,
+    the pivotal tokens and the rest (the *first token* chapter's flipped-pair exercise).
+
+    A token is in the first word when it starts inside the sentence's first whitespace word;
+    pivotal when it overlaps a pivot span (and is not in the first word); the rest is the rest.
+    The three parts sum to the pair's difference.
+
+    Args:
+        tokens: a Direct run's ``direct_tokens`` table under ``bos_policy``.
+        pair: one pair with ``good``, ``bad``, ``good_pivots``, ``bad_pivots`` (character spans).
+        bos_policy: the run's first-token convention (:data:`xcomps_utils.lm.scoring.BOS_POLICIES`).
+
+    Returns:
+        ``{"first word": float, "pivotal": float, "rest": float}``.
+
+    Raises:
+        KeyError: a sentence of the pair has no row in ``tokens``.
+    """
+    parts = {"first word": 0.0, "pivotal": 0.0, "rest": 0.0}
+    for sign, text, pivots in ((1, pair.good, pair.good_pivots), (-1, pair.bad, pair.bad_pivots)):
+        ts = TokenScores.from_table(tokens, text, bos_policy)
+        first = ts.offsets[:, 0] < len(text.split()[0])
+        piv = np.array([any(a < e and s < b for s, e in pivots) for a, b in ts.offsets],
+                       dtype=bool) & ~first
+        for name, mask in (("first word", first), ("pivotal", piv), ("rest", ~first & ~piv)):
+            parts[name] += sign * float(ts.logprobs[mask].sum())
+    return parts
+
+
+def load_with_template(lang: str, template: dict) -> str:
+    """Load a copy of the shipped Meta template file with ``template`` added (or replacing) for
+    ``lang``, through :func:`xcomps_utils.methods.meta.load_meta_templates`, in a temporary folder.
+
+    Returns:
+        ``"the template file loads"``, or ``"DataError: ..."``: the loader's message, which names
+        the file, the language and the field it rejects.
+    """
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from ..methods.meta import load_meta_templates, meta_templates_file
+    from ..pairs.data import DataError
+
+    shipped = json.loads(meta_templates_file().read_text(encoding="utf-8"))
+    shipped["templates"][lang] = template
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "meta_templates.json"
+        path.write_text(json.dumps(shipped, ensure_ascii=False), encoding="utf-8")
+        try:
+            load_meta_templates(path)
+        except DataError as err:
+            return f"DataError: {err}"
+    return "the template file loads"

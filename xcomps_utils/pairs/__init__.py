@@ -1,0 +1,3 @@
+"""Minimal pairs: dataset manifests and loaders (XCOMPS, BLiMP and the grammar benchmarks, BMLAMA,
+nonsense), the task registry, typology tables. Imports no torch and nothing above it.
+"""

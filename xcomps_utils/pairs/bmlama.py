@@ -1,0 +1,332 @@
+"""BMLAMA (Qi, Fernández & Bisazza, EMNLP 2023) as minimal pairs, and its no-fact control frame.
+
+BMLAMA is a parallel factual-knowledge probe: ``BMLAMA17/<lang>.tsv`` holds the same 6,792 facts in
+17 languages, ``BMLAMA53/<lang>.tsv`` 3,070 facts in 53 (manifest ``data/bmlama.json``). A row is
+a prompt with one ``<mask>``, the gold answer, 2 to 10 candidates (``", "``-separated, the gold
+among them) and the subject. The files are CSV-quoted TSV (Hebrew abbreviations such as נאט"ו are
+written ``"נאט""ו"``); read as CSV every row is well formed, whereas splitting lines on tabs, as
+upstream's ``main.py`` does, leaves quotes in 134 Hebrew rows of BMLAMA17 (16 of BMLAMA53) whose
+gold then misses its candidates. ``BMLAMA17/zh.tsv`` names 5 columns in its header
+(``Candidate<TAB>Ans``) over rows of 4: the columns are read by position.
+
+**Pairs.** A row with ``k`` candidates gives ``k - 1`` pairs: ``good`` is the prompt with the gold
+filled in, ``bad`` the prompt with one distractor; the pivots are the filled-in candidate's
+character span. Columns: :data:`xcomps_utils.pairs.data.PAIR_COLUMNS` and
+
+================  ==============================================================================
+``lang``          the file's language code (ISO 639-1; ``ceb`` for Cebuano)
+``item``          ``<benchmark>:<fact>``: the same fact in every language of the benchmark
+``fact``          the row's 0-based index (the files are parallel: row ``i`` is one fact)
+``relation``      ``<benchmark>:r<first fact>``: the facts of one English prompt template, named
+                  by the first, the same in every language (a language's own templates may
+                  merge two relations, ja ``<subject>は<mask>です。``, or split one)
+``prompt``        the row's prompt (with ``<mask>``); ``subject`` its subject
+``template``      the prompt with its subject replaced by ``<subject>`` (``""`` where the subject
+                  does not occur verbatim)
+``gold``          the gold answer; ``candidate`` the distractor in ``bad``
+``gold_index``    the gold's index in the candidate list; ``candidate_index`` the distractor's
+``n_candidates``  candidates of the row (the gold's rank among them needs the fact's pairs)
+``candidates``    the row's candidate list, in the file's order (what Meta's question lists)
+``distractor_true``  the distractor is the gold of another row with the same prompt (relations with
+                  several true answers: the official languages of NATO): a pair whose ``bad`` is
+                  also true
+================  ==============================================================================
+
+``pair_id`` is ``<fact>:<candidate_index>`` (unique within a language), ``subset`` the relation,
+``dataset`` ``bmlama``, ``source_row`` the 1-based data row and ``extra`` a JSON object with the
+benchmark and the row's ``candidates`` (a list, in the file's order). The gold's score is the same
+in every pair of its fact, so the fact's pairs hold its rank among the candidates.
+
+**Validation.** A wrong number of fields, a header of neither known form, a prompt without exactly
+one ``<mask>``, an empty field or candidate, repeated candidates and a gold not among its candidates
+raise :class:`~xcomps_utils.pairs.data.DataError` naming the file, row and field: none occurs in the
+pinned files. A row with a single candidate (34 in every BMLAMA53 file) has no distractor and
+gives no pair: counted in ``attrs["excluded"]`` of the loaded frame.
+
+**Control** (:func:`control_pairs`): the same candidates in a frame that carries no fact about
+them, the subject swapped for another fact's subject of the same template.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import data
+from .data import DataError
+
+__all__ = ["BENCHMARKS", "MASK", "SUBJECT", "BMLAMA_COLUMNS", "languages", "read_facts",
+           "load_bmlama", "control_pairs", "validation_counts"]
+
+#: task family -> the upstream folder
+BENCHMARKS = {"bmlama17": "BMLAMA17", "bmlama53": "BMLAMA53"}
+MASK = "<mask>"
+SUBJECT = "<subject>"
+_HEADERS = (["Prompt", "Ans", "Candidate Ans", "Subject"],
+            ["Prompt", "Ans", "Candidate", "Ans", "Subject"])  # the second: BMLAMA17/zh.tsv
+_FIELDS = ("Prompt", "Ans", "Candidate Ans", "Subject")
+_EXTRA_COLUMNS = ["lang", "item", "fact", "relation", "prompt", "subject", "template", "gold",
+                  "candidate", "gold_index", "candidate_index", "n_candidates", "distractor_true",
+                  "candidates"]
+BMLAMA_COLUMNS = data.PAIR_COLUMNS + _EXTRA_COLUMNS
+
+
+def _benchmark(benchmark: str) -> str:
+    if benchmark not in BENCHMARKS:
+        raise DataError(f"unknown BMLAMA benchmark {benchmark!r}; known: {list(BENCHMARKS)}")
+    return BENCHMARKS[benchmark]
+
+
+def languages(benchmark: str) -> list[str]:
+    """The language codes of ``bmlama17`` (17) or ``bmlama53`` (53), from the manifest.
+
+    Raises:
+        DataError: unknown benchmark.
+    """
+    folder = _benchmark(benchmark)
+    return [f.split("/")[1].removesuffix(".tsv") for f in data.manifest("bmlama")["files"]
+            if f.startswith(folder + "/")]
+
+
+def _template(prompt: str, subject: str) -> str:
+    return prompt.replace(subject, SUBJECT) if subject and subject in prompt else ""
+
+
+def _read(benchmark: str, lang: str, data_dir, verify: bool) -> pd.DataFrame:
+    folder = _benchmark(benchmark)
+    if lang not in languages(benchmark):
+        raise DataError(f"unknown {benchmark} language {lang!r}; known: {languages(benchmark)}")
+    path = data.dataset_file("bmlama", f"{folder}/{lang}.tsv", data_dir, verify)
+    ref = None if lang == "en" else _read(benchmark, "en", data_dir, verify)
+    stat = path.stat()
+    return _parse(str(path), stat.st_mtime_ns, stat.st_size, benchmark, lang, ref)
+
+
+def _parse(path, mtime, size, benchmark, lang, ref) -> pd.DataFrame:
+    key = (path, mtime, size, benchmark, lang)
+    if key not in _PARSED:
+        _PARSED[key] = _parse_file(Path(path), benchmark, lang, ref)
+    return _PARSED[key]
+
+
+_PARSED: dict = {}  # parsed files by path, modification time and size
+
+
+def _parse_file(path: Path, benchmark: str, lang: str, ref: pd.DataFrame | None) -> pd.DataFrame:
+    rows = []
+    with open(path, encoding="utf-8", newline="") as f:
+        reader = csv.reader(f, delimiter="\t", strict=True)
+        try:
+            header = next(reader, None)
+            if header not in [list(h) for h in _HEADERS]:
+                raise DataError(f"{path}, row 0 (header): {header!r} is neither of the known "
+                                f"headers {[list(h) for h in _HEADERS]}")
+            for no, cells in enumerate(reader, start=1):
+                if not cells:
+                    continue
+                if len(cells) != 4:
+                    raise DataError(f"{path}, row {no}: {len(cells)} fields, expected 4 "
+                                    f"({', '.join(_FIELDS)})")
+                for name, cell in zip(_FIELDS, cells):
+                    if not cell.strip():
+                        raise DataError(f"{path}, row {no}, field {name!r}: empty")
+                prompt, gold, cand, subject = (c.strip() for c in cells)
+                if prompt.count(MASK) != 1:
+                    raise DataError(f"{path}, row {no}, field 'Prompt': {prompt.count(MASK)} "
+                                    f"{MASK} in {prompt!r}, expected exactly one")
+                cands = [c.strip() for c in cand.split(", ")]
+                if not all(cands):
+                    raise DataError(f"{path}, row {no}, field 'Candidate Ans': an empty "
+                                    f"candidate in {cand!r}")
+                if len(set(cands)) != len(cands):
+                    dup = sorted({c for c in cands if cands.count(c) > 1})
+                    raise DataError(f"{path}, row {no}, field 'Candidate Ans': repeated "
+                                    f"candidate(s) {dup}")
+                if gold not in cands:
+                    raise DataError(f"{path}, row {no}, field 'Ans': the gold {gold!r} is not "
+                                    f"among the candidates {cands}")
+                rows.append({"fact": no - 1, "source_row": no, "prompt": prompt, "gold": gold,
+                             "candidates": cands, "subject": subject,
+                             "template": _template(prompt, subject)})
+        except csv.Error as exc:
+            raise DataError(f"{path}, row {reader.line_num}: malformed quoting ({exc})") from exc
+    if not rows:
+        raise DataError(f"{path}: no rows")
+    facts = pd.DataFrame(rows)
+    if lang == "en":
+        first = facts.groupby("template", sort=False)["fact"].transform("min")
+        facts["relation"] = [f"{benchmark}:r{r}" for r in first]
+    else:  # the English file's templates name the relations of every language
+        if len(ref) != len(facts):
+            raise DataError(f"{path}: {len(facts)} rows where {benchmark}/en.tsv has "
+                            f"{len(ref)}; the files are parallel (row i is fact i)")
+        facts["relation"] = ref["relation"].to_numpy()
+    return facts
+
+
+def read_facts(benchmark: str, lang: str, data_dir=None, verify: bool = True) -> pd.DataFrame:
+    """One row per fact of ``<benchmark>/<lang>.tsv``: ``fact`` (0-based row index),
+    ``source_row``, ``prompt``, ``gold``, ``candidates`` (list), ``subject``, ``template``,
+    ``relation`` (see the module docstring). A file is parsed once per process (again when it
+    changes); its checksum is verified on every call.
+
+    Raises:
+        DataError: unknown benchmark or language, a malformed row (file, row and field named).
+        ChecksumError: the file differs from the manifest.
+    """
+    return _read(benchmark, lang, None if data_dir is None else str(data_dir), verify).copy()
+
+
+def _pairs(facts: pd.DataFrame, benchmark: str, lang: str, task: str) -> pd.DataFrame:
+    golds: dict[str, set] = {}
+    for prompt, gold in zip(facts["prompt"].tolist(), facts["gold"].tolist()):
+        golds.setdefault(prompt, set()).add(gold)
+    cols = {c: [] for c in BMLAMA_COLUMNS if c not in ("identical", "duplicate")}
+    for fact, row, relation, prompt, subject, template, gold, cands in zip(
+            *(facts[c].tolist() for c in ("fact", "source_row", "relation", "prompt", "subject",
+                                          "template", "gold", "candidates"))):
+        at, g = prompt.index(MASK), cands.index(gold)
+        good = prompt.replace(MASK, gold)
+        extra = json.dumps({"benchmark": BENCHMARKS[benchmark], "candidates": cands},
+                           ensure_ascii=False)
+        for j, cand in enumerate(cands):
+            if j == g:
+                continue
+            for c, v in (("pair_id", f"{fact}:{j}"), ("dataset", "bmlama"), ("subset", relation),
+                         ("good", good), ("bad", prompt.replace(MASK, cand)),
+                         ("good_pivots", [[at, at + len(gold)]]),
+                         ("bad_pivots", [[at, at + len(cand)]]), ("source_row", row),
+                         ("extra", extra), ("lang", lang), ("item", f"{benchmark}:{fact}"),
+                         ("fact", fact), ("relation", relation), ("prompt", prompt),
+                         ("subject", subject), ("template", template), ("gold", gold),
+                         ("candidate", cand), ("gold_index", g), ("candidate_index", j),
+                         ("n_candidates", len(cands)), ("candidates", cands),
+                         ("distractor_true", cand != gold and cand in golds[prompt])):
+                cols[c].append(v)
+    df = pd.DataFrame(cols)
+    df["identical"] = df["good"] == df["bad"]
+    df["duplicate"] = df.duplicated(subset=["good", "bad"], keep="first")
+    return df[BMLAMA_COLUMNS].assign(task=task)
+
+
+def load_bmlama(benchmark: str, lang: str, data_dir=None, verify: bool = True) -> pd.DataFrame:
+    """The minimal pairs of one BMLAMA file (``benchmark`` ``bmlama17`` or ``bmlama53``), task
+    ``<benchmark>:<lang>``: :data:`BMLAMA_COLUMNS` plus ``task``, described in the module
+    docstring. Duplicate pairs (two facts giving the same two sentences) are flagged, not dropped,
+    as in every loader. ``attrs["excluded"]`` counts the rows that give no pair
+    (``single_candidate``).
+
+    Raises:
+        DataError / ChecksumError: as :func:`read_facts`.
+    """
+    facts = read_facts(benchmark, lang, data_dir, verify)
+    single = facts["candidates"].map(len) < 2
+    out = _pairs(facts[~single], benchmark, lang, f"{benchmark}:{lang}")
+    out.attrs["excluded"] = {"single_candidate": int(single.sum())}
+    return out
+
+
+def control_pairs(pairs: pd.DataFrame, seed: int = 0, data_dir=None) -> pd.DataFrame:
+    """The pairs' candidates in a frame that carries no fact about them: the same template with
+    the subject swapped for another fact's subject (a *donor* of the same template, language and
+    benchmark, with another subject), the candidates kept. A baseline for Direct's candidate
+    length and frequency confound: accuracy on these pairs is what the candidates alone earn.
+
+    Donors come from the whole file (``pairs`` may be a sample); among them those whose gold is
+    not one of the fact's candidates are preferred (then the frame says nothing true about any
+    candidate); the donor of a fact is drawn with ``numpy.random.default_rng([seed, fact])``, so
+    it does not depend on which facts were sampled. Facts whose subject does not occur verbatim
+    in the prompt, or whose template has no other subject, get no control pair: counted in
+    ``attrs["excluded"]`` (``subject_not_in_prompt``, ``no_donor``, in facts).
+
+    Returns:
+        The pairs' rows with ``good``/``bad``/pivots rewritten, ``task``
+        ``<benchmark>_control:<lang>``, and ``control_fact`` (the donor's fact),
+        ``control_subject`` and ``control_gold_in_candidates`` (no donor without it was left).
+        ``pair_id`` and ``item`` are kept, so a control pair joins its original.
+
+    Raises:
+        ValueError: pairs without the BMLAMA columns.
+    """
+    missing = [c for c in ("item", "fact", "lang", "template", "candidate") if c not in pairs]
+    if missing:
+        raise ValueError(f"control_pairs needs BMLAMA pairs (xcomps_utils.pairs.bmlama.load_bmlama); "
+                         f"these lack {missing}")
+    out, excluded = [], {"subject_not_in_prompt": 0, "no_donor": 0}
+    for (benchmark, lang), sub in pairs.groupby([pairs["item"].str.partition(":")[0],
+                                                 pairs["lang"]], sort=False):
+        facts = read_facts(benchmark, lang, data_dir)
+        rec = dict(zip(facts["fact"].tolist(), zip(facts["template"].tolist(),
+                                                   facts["subject"].tolist(),
+                                                   facts["gold"].tolist(),
+                                                   facts["candidates"].tolist())))
+        by_template: dict[str, list[int]] = {}
+        for fact, (template, *_) in rec.items():
+            if template:
+                by_template.setdefault(template, []).append(fact)
+        # each template's facts, subjects and golds as arrays (in file order): a fact's donors
+        # are a mask over them, not a scan of the file
+        arrays = {t: (np.array(fs), np.array([rec[d][1] for d in fs], dtype=object),
+                      np.array([rec[d][2] for d in fs], dtype=object))
+                  for t, fs in by_template.items()}
+        chosen = {}
+        for fact in pd.unique(sub["fact"]).tolist():
+            template, subject, _, cands = rec[fact]
+            if not template:
+                excluded["subject_not_in_prompt"] += 1
+                continue
+            fs, subjects, golds = arrays[template]
+            pool = subjects != subject
+            if not pool.any():
+                excluded["no_donor"] += 1
+                continue
+            clean = pool & ~np.isin(golds, np.array(cands, dtype=object))
+            pick = fs[clean] if clean.any() else fs[pool]
+            d = int(pick[int(np.random.default_rng([seed, fact]).integers(len(pick)))])
+            chosen[fact] = (d, rec[d][1], not clean.any())
+        keep = sub[sub["fact"].isin(list(chosen))].copy()
+        picks = [chosen[f] for f in keep["fact"].tolist()]
+        frames = [t.replace(SUBJECT, c[1]) for t, c in zip(keep["template"].tolist(), picks)]
+        ats = [fr.index(MASK) for fr in frames]
+        golds, cands = keep["gold"].tolist(), keep["candidate"].tolist()
+        keep["good"] = [fr.replace(MASK, g) for fr, g in zip(frames, golds)]
+        keep["bad"] = [fr.replace(MASK, c) for fr, c in zip(frames, cands)]
+        keep["good_pivots"] = [[[a, a + len(g)]] for a, g in zip(ats, golds)]
+        keep["bad_pivots"] = [[[a, a + len(c)]] for a, c in zip(ats, cands)]
+        keep["control_fact"] = [c[0] for c in picks]
+        keep["control_subject"] = [c[1] for c in picks]
+        keep["control_gold_in_candidates"] = [c[2] for c in picks]
+        keep["task"] = f"{benchmark}_control:{lang}"
+        out.append(keep)
+    res = (pd.concat(out, ignore_index=True) if out else
+           pairs.iloc[:0].assign(control_fact=[], control_subject=[],
+                                 control_gold_in_candidates=[]))
+    res["identical"] = res["good"] == res["bad"]
+    res["duplicate"] = res.duplicated(subset=["task", "good", "bad"], keep="first")
+    res.attrs["excluded"] = excluded
+    return res
+
+
+def validation_counts(benchmark: str, data_dir=None) -> pd.DataFrame:
+    """Per language of a benchmark: rows, rows giving no pair (single candidate), pairs,
+    duplicate pairs, pairs whose distractor is true (``distractor_true``), facts whose subject is
+    not in the prompt, and facts without a control donor (what the data note reports).
+
+    Raises:
+        DataError / ChecksumError: as :func:`read_facts`.
+    """
+    out = []
+    for lang in languages(benchmark):
+        pairs = load_bmlama(benchmark, lang, data_dir)
+        ctrl = control_pairs(pairs, 0, data_dir)
+        out.append({"lang": lang, "rows": len(read_facts(benchmark, lang, data_dir)),
+                    **pairs.attrs["excluded"], "pairs": len(pairs),
+                    "duplicate_pairs": int(pairs["duplicate"].sum()),
+                    "distractor_true_pairs": int(pairs["distractor_true"].sum()),
+                    **ctrl.attrs["excluded"], "control_pairs": len(ctrl),
+                    "control_gold_in_candidates": int(ctrl["control_gold_in_candidates"].sum())})
+    return pd.DataFrame(out).set_index("lang")

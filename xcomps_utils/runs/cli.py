@@ -1,0 +1,365 @@
+"""The ``xcomps-study`` command line: run methods into a results store, list and verify what it
+holds.
+
+Exit codes: 0 done; 1 an error, told in one line that says what and what to do (unknown model,
+missing data, bad input, a damaged or unwritable store, a device this machine lacks; any other
+exception too); 2 a usage error (unknown option, a value of the wrong type). ``xcomps-study
+--debug ...`` (or ``XCOMPS_DEBUG=1``) shows the traceback instead. Progress goes to stderr,
+results to stdout.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .. import __version__
+from ..methods.config import bos_policies, DTYPES, EXECUTORS, METHODS, SOURCES
+
+STORE_HELP = "results store folder (created if missing)"
+
+
+def _split(values) -> list[str]:
+    """``("a,b", "c", "a")`` -> ``["a", "b", "c"]`` (each once, in order)."""
+    return list(dict.fromkeys(v.strip() for value in values for v in value.split(",")
+                              if v.strip()))
+
+
+def _one_line(err: BaseException) -> str:
+    """The error in one line: its message (the package's own errors and value, type, lookup and
+    import errors say what and what to do), else its type and message."""
+    text = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
+    text = " ".join(text.split())
+    if not (type(err).__module__.startswith("xcomps_utils")
+            or isinstance(err, (ValueError, TypeError, LookupError, ImportError))) or not text:
+        text = f"{type(err).__name__}: {text}".rstrip(": ")
+    return text
+
+
+class _Group(click.Group):
+    """Every error a command meets ends in one line and exit code 1 (the traceback with
+    ``--debug``); click's own usage errors keep exit code 2."""
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as err:  # noqa: BLE001 - the one error path
+            if ctx.params.get("debug"):
+                raise
+            raise click.ClickException(f"{_one_line(err)} (traceback: xcomps-study --debug ...)"
+                                       ) from err
+
+
+def _quiet_loading() -> None:
+    """No weight-loading, conversion or download bars (transformers, huggingface_hub, and the
+    plain tqdm bars of transformers' GGUF conversion: ``TQDM_DISABLE``, read when tqdm is first
+    imported, so this is called before the package's modules are)."""
+    import os
+
+    os.environ.setdefault("TQDM_DISABLE", "1")
+    import huggingface_hub.utils
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()
+    huggingface_hub.utils.disable_progress_bars()
+
+
+class _Budget(click.ParamType):
+    name = "auto|INT"
+
+    def convert(self, value, param, ctx):
+        if value in ("auto", "none", None) or isinstance(value, int):
+            return None if value == "none" else value
+        try:
+            n = int(value)
+        except ValueError:
+            self.fail(f"{value!r} is neither 'auto', 'none' nor an integer", param, ctx)
+        if n < 1:
+            self.fail(f"{n} is below 1", param, ctx)
+        return n
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="xcomps-study")
+@click.option("--debug", is_flag=True, envvar="XCOMPS_DEBUG",
+              help="show the traceback of an error (default: one line, exit code 1)")
+def main(debug):
+    """Score minimal pairs (Direct, Meta, Neuro, token-level perplexity) into a results store.
+
+    \b
+    Examples:
+      xcomps-study run direct --task blimp_anaphor --n-pairs 200
+      xcomps-study run meta direct neuro --languages en,de,zh --items-per-language 8 \\
+          --model gemma-3-270m
+      xcomps-study ls
+      xcomps-study verify --repair
+    """
+
+
+@main.command("run")
+@click.argument("methods", nargs=-1, required=True,
+                type=click.Choice(list(METHODS)))
+@click.option("--task", "--tasks", "tasks_", multiple=True, metavar="NAME[,NAME]",
+              help="minimal-pair task(s), xcomps:<lang> among them; see `xcomps-study tasks`")
+@click.option("--languages", multiple=True, metavar="ISO[,ISO]",
+              help="XCOMPS languages (instead of --task)")
+@click.option("--source", type=click.Choice(list(SOURCES)), default="sample",
+              show_default=True, help="XCOMPS data: the project's sample or the pinned upstream")
+@click.option("--items-per-language", type=click.IntRange(min=1), default=None,
+              help="XCOMPS concept-property items per language (default: all)")
+@click.option("--n-pairs", type=click.IntRange(min=1), default=None,
+              help="pairs per task, seeded sample (default: all)")
+@click.option("--model", default="smollm2-135m-instruct", show_default=True,
+              help="embedded name, local folder or Hugging Face id")
+@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:1, ...")
+@click.option("--dtype", type=click.Choice(list(DTYPES)),
+              default="auto", show_default=True)
+@click.option("--token-budget", type=_Budget(), default="auto", show_default=True,
+              help="tokens per forward pass")
+@click.option("--bos-policy", type=click.Choice(list(bos_policies())), default="bos",
+              show_default=True, help="Direct's first-token convention")
+@click.option("--use-chat-template", is_flag=True, help="Meta prompts through the chat template")
+@click.option("--wordings", multiple=True, metavar="ID[,ID]",
+              help="token-level perplexity wordings (default: all)")
+@click.option("--shard-size", type=click.IntRange(min=1), default=None,
+              help="pairs per shard, the unit of resuming (default: per method)")
+@click.option("--seed", type=click.IntRange(min=0, max=2**31 - 1), default=0, show_default=True,
+              help="sampling and Neuro's folds")
+@click.option("--store", default="results", show_default=True, help=STORE_HELP)
+@click.option("--truncate", is_flag=True,
+              help="cut texts longer than the model's context (with a warning) instead of failing")
+@click.option("--quiet", is_flag=True, help="no progress bars (scoring and weight loading)")
+def run_cmd(methods, tasks_, languages, source, items_per_language, n_pairs, model, device, dtype,
+            token_budget, bos_policy, use_chat_template, wordings, shard_size, seed, store,
+            truncate, quiet):
+    """Run METHODS (direct, meta, neuro, token_ppl) on tasks or XCOMPS languages.
+
+    A run already complete in the store is read, an interrupted one resumes from its finished
+    shards, anything else is computed. Prints one line per run and the accuracy per task.
+    """
+    if quiet:
+        _quiet_loading()
+    from ..lm.models import check_model, resolve_device_dtype
+    from . import execute as M, planner
+    from .store import Store
+
+    tasks_, languages = _split(tasks_), _split(languages)
+    if bool(tasks_) == bool(languages):
+        raise click.UsageError("give either --task or --languages")
+    if languages and n_pairs is not None:
+        raise click.UsageError("--n-pairs is for tasks; XCOMPS samples whole items: use "
+                               "--items-per-language")
+    methods = list(dict.fromkeys(methods))
+    for m in methods:
+        prefixes = METHODS[m].task_prefixes
+        if METHODS[m].needs == "xcomps" and not all(t.startswith(prefixes) for t in tasks_):
+            raise click.UsageError(f"{m}: {METHODS[m].why}: use --languages, or --task "
+                                   + " / ".join(f"{p}<lang>" for p in prefixes))
+    _unused(methods, wordings=wordings, use_chat_template=use_chat_template,
+            bos_policy=bos_policy)
+    if wordings and not _split(wordings):
+        raise click.ClickException(f"--wordings {','.join(wordings)!r} names no wording; give "
+                                   f"wording ids (default: all)")
+    # before any data is read or model loaded: the model name, device, dtype and store
+    check_model(model)
+    planner.check_model_folder(model)
+    resolve_device_dtype(device, dtype)
+    Store(store)
+    for s in planner.select(methods, tasks_, languages, source, items_per_language, n_pairs,
+                            seed):
+        res = M.run(model, s.pairs, s.methods, store=store, device=device, dtype=dtype,
+                    bos_policy=bos_policy, token_budget=token_budget,
+                    use_chat_template=use_chat_template,
+                    wordings=_split(wordings) or "all", shard_size=shard_size, seed=seed,
+                    progress=not quiet, truncate=truncate)
+        for m in s.methods:
+            how = (f"computed {res.computed[m]} shard(s)" if res.computed[m]
+                   else "read from the store")
+            click.echo(f"{res.runs[m]}: {len(s.pairs)} pairs, {how}")
+        summary = planner.summary(res.measures)
+        if len(summary):
+            click.echo(summary.to_string(index=False))
+
+
+#: The options of `xcomps-study run` that only some methods read, and which.
+_METHOD_FLAGS = {"wordings": ("--wordings", ("token_ppl",), ()),
+                 "use_chat_template": ("--use-chat-template", ("meta",), False),
+                 "bos_policy": ("--bos-policy", ("direct",), "bos")}
+
+
+def _unused(methods, **given) -> None:
+    """A flag given a value that none of ``methods`` reads is an error (rc 1), not ignored."""
+    for name, value in given.items():
+        flag, readers, default = _METHOD_FLAGS[name]
+        if value != default and not set(readers) & set(methods):
+            raise click.ClickException(f"{flag} is read only by {', '.join(readers)}; the "
+                                       f"methods given ({', '.join(methods)}) do not use it: "
+                                       f"drop it or add {readers[0]}")
+
+
+def _store(store: str):
+    """The results store of ``--store``, which must exist and be one (rc 1 otherwise)."""
+    from .store import Store
+
+    st = Store(store)
+    if not st.root.exists():
+        raise click.ClickException(f"no results store at {store!r} (no such folder); pass the "
+                                   f"store folder with --store")
+    if not st.is_store():
+        raise click.ClickException(f"{store!r} is not a results store (it has no runs/ folder "
+                                   f"and no results folders); pass the store folder with --store")
+    return st
+
+
+@main.command("sweep")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--executor", type=click.Choice(list(EXECUTORS)), default=None,
+              help="override the file's executor (auto: Ray if installed, else one process)")
+@click.option("--address", default=None,
+              help="Ray cluster to join (auto, ray://head:10001); default: the file's ray.address")
+@click.option("--store", default=None, help="override the file's store")
+@click.option("--dry-run", is_flag=True, help="validate, print the runs and shards, compute nothing")
+@click.option("--quiet", is_flag=True, help="no progress bar")
+def sweep_cmd(file, executor, address, store, dry_run, quiet):
+    """Run the sweep FILE (YAML: models x data x methods) on Ray or in one process.
+
+    Its runs are the runs `xcomps-study run` makes of the same selection: finished shards are
+    kept, a complete run is read. See the book's "Sweeps" page for the file's fields.
+    """
+    if quiet:
+        _quiet_loading()
+    from . import sweep as SW
+
+    sw = SW.load_sweep(file)
+    if dry_run:
+        specs = SW.plan(sw, store)
+        click.echo(SW.describe(sw, specs).to_string(index=False))
+        click.echo(f"{len(specs)} runs, {sum(s.n_shards for s in specs)} shards, store "
+                   f"{specs[0].store if specs else store or sw.store}")
+        return
+    res = SW.run_sweep(sw, executor=executor, address=address, store=store,
+                       progress=not quiet)
+    for r in res.runs.itertuples():
+        how = f"computed {r.computed} shard(s)" if r.computed else "read from the store"
+        click.echo(f"{r.run}: {r.pairs} pairs ({r.data}), {how}")
+    summary = res.summary()
+    if len(summary):
+        click.echo(summary.to_string(index=False))
+    click.echo(f"{len(res.runs)} runs in {res.store}: {res.wall_s:.1f} s on {res.executor} "
+               f"({res.replicas} replica(s))")
+
+
+@main.command("ls")
+@click.option("--store", default="results", show_default=True, help=STORE_HELP)
+@click.option("--method", default=None, type=click.Choice(list(METHODS)),
+              help="only runs of this method")
+@click.option("--json", "as_json", is_flag=True, help="one JSON record per run")
+def ls_cmd(store, method, as_json):
+    """List the runs in a results store, with their provenance. A run whose record cannot be
+    read (or names another run) is named on stderr, the others are listed; exit code 1 then."""
+    import pandas as pd
+
+    from .store import Run, StoreError
+
+    st = _store(store)
+    runs = st.runs()
+    bad = runs[runs.status.isin(["unreadable", "misnamed"])]
+    runs = runs.drop(bad.index)
+    if method:
+        runs = runs[runs.method == method]
+    if as_json:
+        click.echo(runs.to_json(orient="records", lines=True), nl=False)
+    elif not len(runs):
+        click.echo(f"{store}: no runs" + (f" of {method}" if method else ""))
+    else:
+        with pd.option_context("display.width", 200, "display.max_colwidth", 48):
+            click.echo(runs.drop(columns=["parameters"]).to_string(index=False))
+    if len(bad):
+        rid = bad.run.iat[0]
+        try:
+            Run(st, rid).record
+            why = f"runs/{rid}/run.json records another run (a renamed or copied folder)"
+        except StoreError as err:
+            why = str(err)
+        more = f" (and {len(bad) - 1} more: {', '.join(bad.run.iloc[1:])})" if len(bad) > 1 else ""
+        raise click.ClickException(f"{why}{more}; see `xcomps-study verify --store {store}`")
+
+
+@main.command("verify")
+@click.option("--store", default="results", show_default=True, help="results store folder")
+@click.option("--repair", is_flag=True,
+              help="recompute the damaged shards (only those; damaged files are moved to "
+                   "<store>/quarantine/, nothing is deleted)")
+@click.option("--device", default="auto", show_default=True,
+              help="where --repair loads a run's model (auto: the run's device kind)")
+@click.option("--quiet", is_flag=True, help="no progress bars")
+def verify_cmd(store, repair, device, quiet):
+    """Check every run of a store against its record: each shard's files present, with the rows
+    and SHA-256 written when it was committed. Names each damaged shard and file; exit code 1
+    if any is damaged (and not repaired)."""
+    if quiet:
+        _quiet_loading()
+    from .execute import repair as repair_runs, verify
+
+    st = _store(store)
+    problems = verify(st)
+    for pr in problems:
+        where = f"{pr['shard']}: " if pr["shard"] else ""
+        click.echo(f"{pr['run']}: {where}{pr['file']} {pr['problem']}")
+    n_runs = len(st.ids())
+    if not problems:
+        click.echo(f"{store}: {n_runs} run(s), every shard as recorded")
+        return
+    shards = {(pr["run"], pr["shard"]) for pr in problems if pr["repair"] == "recompute"}
+    foreign = [pr for pr in problems if pr["repair"] == "move"]
+    manual = [pr for pr in problems if not pr["repair"]]
+    told = [f"{len(shards)} damaged shard(s) in {len({r for r, _ in shards})} run(s)"] * bool(
+        shards) + [f"{len(foreign)} foreign file(s)"] * bool(foreign)
+    if manual:
+        raise click.ClickException(
+            f"{len(manual)} problem(s) no repair can fix (each says what to do)"
+            + (f", and {' and '.join(told)} --repair would fix after them" if told else ""))
+    if not repair:
+        raise click.ClickException(f"{' and '.join(told)}; repair: xcomps-study verify --store "
+                                   f"{store} --repair")
+    for r in repair_runs(st, problems, device=device):
+        if r["shard"]:
+            click.echo(f"{r['run']}: {r['shard']} recomputed ({len(r['moved'])} damaged "
+                       f"file(s) moved to {st.root / 'quarantine'})")
+        else:
+            click.echo(f"{r['run']}: {r['moved'][0]} moved to {st.root / 'quarantine'}")
+    left = verify(st)
+    if left:
+        raise click.ClickException(f"{len(left)} problem(s) left after the repair, e.g. "
+                                   f"{left[0]['run']}: {left[0]['file']} {left[0]['problem']}")
+    click.echo(f"{store}: repaired {len(shards)} shard(s), moved {len(foreign)} foreign "
+               f"file(s); every shard as recorded")
+
+
+@main.command("tasks")
+def tasks_cmd():
+    """List the tasks, XCOMPS languages and embedded models."""
+    from ..lm.models import EMBEDDED_MODELS
+    from ..pairs import tasks, xcomps
+
+    for name, t in tasks.TASKS.items():
+        click.echo(f"{name:15s} {t.description}")
+    click.echo(f"{'blimp:<name>':15s} any BLiMP phenomenon")
+    from ..pairs import grammar
+
+    click.echo(f"{'clams:<l>:<c>':15s} CLAMS agreement, l in {','.join(grammar.CLAMS_LANGUAGES)}, "
+               f"c in {','.join(grammar.CLAMS_CONSTRUCTIONS)}")
+    click.echo(f"{'xcomps:<lang>':15s} XCOMPS, lang in {','.join(xcomps.SAMPLE_LANGUAGES)} "
+               f"(sample) and {','.join(xcomps.XCOMPS_LANGUAGES)} (upstream)")
+    click.echo(f"{'turblimp:<p>':15s} TurBLiMP (Turkish): {','.join(grammar.turblimp_phenomena())}")
+    click.echo(f"{'sling:<p>':15s} SLING (Chinese): {','.join(grammar.sling_paradigms())}")
+    click.echo(f"\nXCOMPS languages (--languages): en + {','.join(xcomps.XCOMPS_LANGUAGES)}; "
+               f"the offline sample has {','.join(xcomps.SAMPLE_LANGUAGES)}")
+    click.echo(f"embedded models (--model): {', '.join(EMBEDDED_MODELS)}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,373 @@
+"""One way from a selection to the results store: select pairs, plan runs, execute them.
+
+* :func:`select` turns a selection (tasks, among them ``xcomps:<lang>``, or XCOMPS languages,
+  with sample sizes) into :class:`PairSet` s, exactly as ``xcomps-study run`` and a sweep select.
+* :func:`plan` turns models x pair sets x methods into :class:`RunSpec` s. A run's key is made
+  in one place, :meth:`RunSpec.key` (the model identity, the method, the BOS policy, a SHA-256 of
+  the pairs' identifiers and the columns the method reads, the method's parameters, the package
+  version); its id is :func:`xcomps_utils.runs.store.run_id` of that key.
+* :func:`xcomps_utils.runs.execute.execute` computes the specs in this process (one shard after the
+  other); the Ray executor (:mod:`xcomps_utils.runs.ray_executor`) computes the same specs on actors.
+  Both use the steps of a run in :mod:`xcomps_utils.runs.execute` (``open_run``, ``compute_shard``,
+  ``finish``).
+
+:func:`xcomps_utils.runs.execute.run`, ``xcomps-study run`` and ``xcomps-study sweep`` are this plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import importlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import __version__
+from ..lm.encoding import check_pair_texts
+from ..methods.config import METHODS, RunParameters
+
+__all__ = ["PairSet", "RunSpec", "select", "plan", "identity", "load", "check_model_folder",
+           "parameters_of",
+           "prepare_pairs", "check_inputs", "pairs_sha256", "wording_family", "wordings_of",
+           "summary", "ID"]
+
+#: The identifier columns of a pair (in the key and in every result row).
+ID = ["dataset", "task", "lang", "subset", "pair_id", "item"]
+
+
+@dataclasses.dataclass
+class PairSet:
+    """Pairs selected by one rule, and the methods to run on them; ``label`` in words."""
+
+    label: str
+    methods: list
+    pairs: pd.DataFrame
+
+
+def select(methods, tasks=(), languages=(), source="sample", items_per_language=None,
+           n_pairs=None, seed=0) -> list[PairSet]:
+    """The pairs of a selection: XCOMPS ``languages`` (``items_per_language`` whole items), or
+    ``tasks`` (``n_pairs`` seeded pairs each; token-level perplexity samples from the task's
+    selection rule, so it gets its own pair set).
+
+    Raises:
+        ValueError: both or neither of tasks and languages; ``n_pairs`` with languages.
+        DataError: an unknown task or language, a missing or altered data file.
+    """
+    from ..pairs import tasks as T, xcomps as X
+
+    if bool(tasks) == bool(languages):
+        raise ValueError("give either tasks or languages")
+    if languages:
+        if n_pairs is not None:
+            raise ValueError("n_pairs is for tasks; XCOMPS samples whole items: use "
+                             "items_per_language")
+        pairs = X.load_languages(list(languages), source=source,
+                                 items_per_language=items_per_language, seed=seed)
+        return [PairSet(f"xcomps {','.join(languages)} ({source})", list(methods), pairs)]
+    out, label = [], ",".join(tasks)
+    direct_like = [m for m in methods if m != "token_ppl"]
+    if direct_like:
+        out.append(PairSet(label, direct_like, T.sample(list(tasks), n_pairs, seed)))
+    if "token_ppl" in methods:
+        out.append(PairSet(label, ["token_ppl"],
+                           T.sample(list(tasks), n_pairs, seed, selection=True)))
+    return out
+
+
+def pairs_sha256(pairs: pd.DataFrame, columns) -> str:
+    """The SHA-256 of pairs that a run key holds (``pairs_sha256``): the identifiers
+    (:data:`ID`) and the ``columns`` a method reads, as JSON."""
+    cols = ID + [c for c in columns if c in pairs]
+    values = pairs[cols].astype(object).to_numpy().tolist()
+    return hashlib.sha256(json.dumps([cols, values], default=lambda x: np.asarray(x).tolist(),
+                                     ensure_ascii=False).encode()).hexdigest()
+
+
+def _method_parameters(method: str, p: dict, columns=()) -> dict:
+    """The parameters of a method that enter its key, as its declaration
+    (:data:`xcomps_utils.methods.config.METHODS`) names them: run parameters, the SHA-256 of the files
+    it reads (``pair_fingerprints`` only where the pairs' ``columns`` hold their column), its
+    protocol."""
+    m = METHODS[method]
+    out = {k: json.loads(json.dumps(p[k])) for k in m.parameters}
+    prints = list(m.fingerprints) + [(k, w) for c, k, w in m.pair_fingerprints if c in columns]
+    for k, where in prints:
+        module, function = where.split(":")
+        out[k] = getattr(importlib.import_module(module), function)()
+    return {**out, **dict(m.protocol)}
+
+
+def parameters_of(key: dict) -> dict:
+    """The method parameters of a run, from its key (to recompute a shard of it)."""
+    par = key.get("parameters", {})
+    defaults = RunParameters().model_dump()
+    return {**defaults, "bos_policy": key.get("bos_policy", "bos"),
+            **{k: par[k] for k in ("use_chat_template", "wordings", "probe_by", "n_splits",
+                                   "inner_splits", "seed") if k in par}}
+
+
+@dataclasses.dataclass
+class RunSpec:
+    """One run, before its model is loaded.
+
+    Attributes:
+        model: model name; method: one of :data:`xcomps_utils.methods.config.METHODS`.
+        data: the pair set, in words (``"xcomps en,de (sample)"``).
+        used: the pairs the run scores (identifiers and the columns the method reads).
+        shard_size: pairs per shard (an existing run keeps its own).
+        p: the method parameters (:class:`xcomps_utils.methods.config.RunParameters`, as a dict).
+        datasets: ``{file: sha256}`` of the data files read (from the pairs' tasks).
+        store: absolute path of the results store.
+        device, dtype, revision: how the model is loaded; sweep: the sweep file, if any.
+    """
+
+    model: str
+    method: str
+    data: str
+    used: pd.DataFrame | None
+    shard_size: int
+    p: dict
+    datasets: dict
+    store: str
+    device: str = "auto"
+    dtype: str = "auto"
+    revision: str | None = None
+    sweep: str = ""
+    key_rest: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def n_shards(self) -> int:
+        return max(1, -(-len(self.used) // self.shard_size)) if self.used is not None else 0
+
+    def key(self, ident: dict) -> dict:
+        """The run's key for a model identity (:func:`identity`): the one definition."""
+        return json.loads(json.dumps({**ident, **self.key_rest}, default=str))
+
+    def run_id(self, ident: dict) -> str:
+        from .store import run_id
+
+        return run_id(self.key(ident))
+
+    def light(self) -> "RunSpec":
+        """The spec without its pairs (what travels with every shard task)."""
+        return dataclasses.replace(self, used=None)
+
+
+def plan(models, pairs, methods=None, params: dict | RunParameters | None = None, *,
+         store, shard_size=None, device="auto", dtype="auto", revision=None,
+         sweep: str = "") -> list[RunSpec]:
+    """Expand models x pair sets x methods into runs, model by model.
+
+    Args:
+        models: a model name or a list of them.
+        pairs: a DataFrame of minimal pairs (run with ``methods``) or a list of
+            :class:`PairSet` s (each with its own methods).
+        params: the method parameters (:class:`~xcomps_utils.methods.config.RunParameters`).
+        store: the results store folder; shard_size: an integer or ``{method: integer}``
+            (default: :data:`xcomps_utils.methods.config.METHODS`' shard sizes).
+
+    Raises:
+        ValueError: an unknown method or parameter, pairs a method cannot run, a bad text (see
+            :func:`xcomps_utils.runs.execute.check_inputs`).
+    """
+    from ..pairs.tasks import provenance
+
+    p = (params if isinstance(params, RunParameters) else RunParameters(**(params or {})))
+    p = p.model_dump()
+    sets = pairs if isinstance(pairs, list) else [PairSet("", methods, pairs)]
+    models = [models] if isinstance(models, str) else list(models)
+    root = str(Path(store).resolve())
+    prepared = []
+    for s in sets:
+        ps = prepare_pairs(s.pairs)
+        check_inputs(ps, s.methods, p["wordings"], p["probe_by"])
+        prepared.append((s, ps, provenance(ps)))
+    specs = []
+    for model in models:
+        for s, ps, datasets in prepared:
+            for method in s.methods:
+                key_rest = {"method": method,
+                            "bos_policy": p["bos_policy"] if METHODS[method].bos_policy else "bos",
+                            "pairs_sha256": pairs_sha256(ps, METHODS[method].uses),
+                            "n_pairs": len(ps),
+                            "parameters": _method_parameters(method, p, ps.columns),
+                            "package_version": __version__}
+                size = shard_size.get(method) if isinstance(shard_size, dict) else shard_size
+                used = ps[ID + [c for c in METHODS[method].uses if c in ps]]
+                specs.append(RunSpec(model, method, s.label, used,
+                                     size or METHODS[method].shard_size, p, datasets, root,
+                                     device, dtype, revision, sweep,
+                                     json.loads(json.dumps(key_rest, default=str))))
+    return specs
+
+
+# --- checks before any model loads ---------------------------------------------------------------
+
+def prepare_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Pairs with every identifier column as text: ``task`` defaults to ``dataset``, ``lang`` and
+    ``subset`` to ``""``, ``item`` to ``pair_id``.
+
+    Raises:
+        TypeError: not a DataFrame.
+        ValueError: a required column (``dataset``, ``pair_id``, ``good``, ``bad``) is missing,
+            a pair's ``dataset`` or ``pair_id`` is missing or blank (names the row), or two
+            rows share their identifiers (names them).
+    """
+    if not isinstance(pairs, pd.DataFrame):
+        raise TypeError(f"pairs must be a pandas DataFrame of minimal pairs, got "
+                        f"{type(pairs).__name__}")
+    missing = [c for c in ("dataset", "pair_id", "good", "bad") if c not in pairs]
+    if missing:
+        raise ValueError(f"pairs lack column(s) {missing}; load them with xcomps_utils.pairs.tasks or "
+                         f"xcomps_utils.pairs.xcomps")
+    df = pairs.reset_index(drop=True).copy()
+    for col in ("dataset", "pair_id"):
+        blank = df[col].map(lambda v: v is None or (isinstance(v, float) and np.isnan(v))
+                            or not str(v).strip())
+        if blank.any():
+            row = int(np.flatnonzero(blank.to_numpy())[0])
+            raise ValueError(f"pair (row {row}): {col!r} is missing ({df[col].iat[row]!r}); "
+                             f"every pair needs its {col} ({int(blank.sum())} row(s) lack it)")
+    defaults = {"task": df["dataset"], "lang": "", "subset": "", "item": df["pair_id"]}
+    for col, default in defaults.items():
+        if col not in df:
+            df[col] = default
+    for col in ID:
+        df[col] = df[col].astype(str)
+    dup = df.duplicated(["dataset", "task", "lang", "pair_id"], keep=False)
+    if dup.any():
+        rows = df.loc[dup, ["task", "lang", "pair_id"]].head(4).to_dict("records")
+        raise ValueError(f"{int(dup.sum())} pairs share (dataset, task, lang, pair_id), e.g. "
+                         f"{rows}; each pair needs its own id")
+    return df
+
+
+def check_inputs(pairs: pd.DataFrame, methods: list[str], wordings, probe_by) -> None:
+    """What can be checked of the pairs and parameters without a model.
+
+    Raises:
+        ValueError: a bad text (names pair and field), a method the pairs cannot run, unknown
+            wordings, probe groups over columns the pairs lack.
+    """
+    check_pair_texts(pairs, ("good", "bad"))
+    if "meta" in methods:
+        from ..methods.meta import META_COLUMNS, bmlama_rows, check_bmlama_languages
+
+        bm = bmlama_rows(pairs)
+        if bm.any():
+            check_bmlama_languages(pairs.loc[bm, "lang"].unique())
+        if not bm.all():
+            need = [c for c in META_COLUMNS if c not in pairs]
+            if need:
+                raise ValueError(f"Meta needs XCOMPS pairs (xcomps_utils.pairs.xcomps.load_languages) "
+                                 f"or BMLAMA pairs (tasks bmlama17:<lang>, bmlama53:<lang>); "
+                                 f"these lack {need}")
+    if "token_ppl" in methods:
+        if wordings != "all" and (isinstance(wordings, str) or not all(
+                isinstance(w, str) for w in wordings)):
+            raise ValueError(f"wordings must be 'all' or a list of wording ids, got {wordings!r}")
+        for task in pairs["task"].unique():
+            wordings_of(wording_family(task), wordings)
+    if "neuro" in methods:
+        cols = {c for b in probe_by for c in b}
+        if not all(isinstance(b, (list, tuple)) for b in probe_by) or cols - set(pairs):
+            raise ValueError(f"probe_by must be lists of pair columns; {sorted(cols - set(pairs))}"
+                             f" are not columns of the pairs")
+
+
+def wording_family(task: str) -> str:
+    """The token-level perplexity wordings family of a task (ValueError: XCOMPS has none)."""
+    from ..pairs.tasks import get
+
+    if task.startswith("xcomps"):
+        raise ValueError("token-level perplexity has no prompt wordings for XCOMPS yet")
+    return get(task).wordings
+
+
+def wordings_of(family: str, wordings) -> list[dict]:
+    """The chosen wordings (``"all"`` or ids) of a family (ValueError: none of them exists)."""
+    from ..methods.perplexity import load_wordings
+
+    ws = load_wordings(family)
+    if wordings == "all":
+        return ws
+    chosen = [w for w in ws if w["id"] in wordings]
+    if not chosen:
+        raise ValueError(f"none of the wordings {wordings} exists for {family!r}; it has "
+                         f"{[w['id'] for w in ws]}")
+    return chosen
+
+
+
+# --- the model ------------------------------------------------------------------------------------
+
+def check_model_folder(name: str) -> None:
+    """A model given as a local folder: its ``config.json`` is a JSON object with a
+    ``model_type`` (what loading needs first), before anything else runs.
+
+    Raises:
+        ValueError: names the folder, the file and what is wrong.
+    """
+    folder = Path(name)
+    if not folder.is_dir() or not (folder / "config.json").is_file():
+        return
+    try:
+        cfg = json.loads((folder / "config.json").read_text(encoding="utf-8") or "null")
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ValueError(f"model folder {name}: config.json is not JSON ({str(err)[:60]}); "
+                         f"save the model with save_pretrained") from None
+    if not isinstance(cfg, dict) or "model_type" not in cfg:
+        raise ValueError(f"model folder {name}: config.json has no 'model_type' (it holds "
+                         f"{str(cfg)[:40]}); save the model with save_pretrained")
+
+
+@functools.lru_cache(maxsize=1)
+def load(name, device="auto", dtype="auto", revision=None):
+    """The model (the last one loaded by name stays loaded: a chapter runs several calls).
+
+    Raises:
+        ValueError: a local model folder that does not load (names the folder); else what
+            :func:`xcomps_utils.lm.models.load_model` raises.
+    """
+    from ..lm.models import load_model
+
+    check_model_folder(name)
+    try:
+        return load_model(name, device=device, dtype=dtype, revision=revision)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        if Path(name).is_dir():
+            raise ValueError(f"model folder {name} does not load ({type(err).__name__}: "
+                             f"{' '.join(str(err).split())[:120]}); it needs config.json, the "
+                             f"weights and the tokenizer files (save_pretrained)") from None
+        raise
+
+
+def identity(spec: RunSpec, device_kind: str | None = None) -> dict | None:
+    """The model identity of a spec's key as loading would give it, without loading
+    (``None`` when only the loaded model knows it, e.g. a hub model without a pinned revision).
+    ``device_kind``: what ``device="auto"`` resolves to (default: this machine's)."""
+    from ..lm.models import model_identity
+
+    try:
+        device = device_kind if spec.device == "auto" and device_kind else spec.device
+        ident = model_identity(spec.model, spec.revision, device, spec.dtype)
+    except Exception:  # noqa: BLE001 - loading the model says why
+        return None
+    return ident if ident.get("model_revision") is not None else None
+
+
+def summary(measures: pd.DataFrame) -> pd.DataFrame:
+    """Accuracy per (model,) method, task and language (Direct, Meta: per pair, Meta's mean of
+    both option orders; token_ppl: per prompt pair)."""
+    per_pair = (measures.method == "token_ppl") | (measures.order == "")
+    m = measures[(measures.measure == "correct") & per_pair]
+    if not len(m):
+        return pd.DataFrame()
+    by = [c for c in ("model", "method", "task", "lang") if c in m]
+    g = m.groupby(by, sort=False)["value"]
+    return g.agg(n="size", accuracy="mean").reset_index().round({"accuracy": 3})
