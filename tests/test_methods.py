@@ -179,6 +179,25 @@ def test_recorded_run_ids_are_kept_without_loading_a_model(data_dir, tmp_path, m
         ("languages", m): r for m, r in got_x.items()} == RECORDED
 
 
+def test_a_release_keeps_run_ids_and_a_method_version_changes_only_its_own(data_dir, tmp_path,
+                                                                         monkeypatch):
+    """Run keys carry each method's computation version, not the package version: a release
+    that changes no numbers keeps the shipped store's ids; bumping one method's version gives that
+    method new ids and leaves the others'."""
+    import dataclasses
+
+    import xcomps_utils
+
+    sets = planner.select(["direct", "token_ppl"], ["blimp_anaphor"], n_pairs=3)
+    before = _ids(sets, tmp_path)
+    monkeypatch.setattr(xcomps_utils, "__version__", "99.0.0")
+    assert _ids(sets, tmp_path) == before
+    monkeypatch.setitem(config.METHODS, "direct",
+                        dataclasses.replace(config.METHODS["direct"], version="99.0.0"))
+    after = _ids(sets, tmp_path)
+    assert after["direct"] != before["direct"] and after["token_ppl"] == before["token_ppl"]
+
+
 def test_methods_run_cli_and_sweep_give_the_same_run_id(lm, data_dir, tmp_path):
     """One definition of the key: the three entry points of one selection make one run."""
     pairs = tasks.sample(["blimp_anaphor"], 3, 0)

@@ -49,6 +49,12 @@ class Method:
         pair_fingerprints: ``(column, key, "module:function")``: like ``fingerprints``, entered
             into the key only for pairs that have ``column`` (a file only those pairs read:
             Meta's BMLAMA templates), so the keys of other pairs stay what they were.
+        version: its computation version, the package version at which its numbers last
+            changed. It enters the run key (under the key's historical name
+            ``package_version``), not the package's own version: a release that leaves a
+            method's numbers as they were keeps its runs, so a shipped results store survives
+            it. A change that moves a method's numbers sets this to the new package version (new
+            run ids; the old runs stay in the store, unread) and says so in its commit.
     """
 
     shard_size: int
@@ -60,6 +66,7 @@ class Method:
     protocol: tuple[tuple[str, str], ...] = ()
     bos_policy: bool = False
     pair_fingerprints: tuple[tuple[str, str, str], ...] = ()
+    version: str = "0.3.0"
     task_prefixes: tuple[str, ...] = ("xcomps:",)
 
 

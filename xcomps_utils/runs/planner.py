@@ -4,8 +4,8 @@
   with sample sizes) into :class:`PairSet` s, exactly as ``xcomps-study run`` and a sweep select.
 * :func:`plan` turns models x pair sets x methods into :class:`RunSpec` s. A run's key is made
   in one place, :meth:`RunSpec.key` (the model identity, the method, the BOS policy, a SHA-256 of
-  the pairs' identifiers and the columns the method reads, the method's parameters, the package
-  version); its id is :func:`xcomps_utils.runs.store.run_id` of that key.
+  the pairs' identifiers and the columns the method reads, the method's parameters, its
+  computation version ``Method.version``, not the package's); its id is :func:`xcomps_utils.runs.store.run_id` of that key.
 * :func:`xcomps_utils.runs.execute.execute` computes the specs in this process (one shard after the
   other); the Ray executor (:mod:`xcomps_utils.runs.ray_executor`) computes the same specs on actors.
   Both use the steps of a run in :mod:`xcomps_utils.runs.execute` (``open_run``, ``compute_shard``,
@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .. import __version__
 from ..lm.encoding import check_pair_texts
 from ..methods.config import METHODS, RunParameters
 
@@ -196,7 +195,8 @@ def plan(models, pairs, methods=None, params: dict | RunParameters | None = None
                             "pairs_sha256": pairs_sha256(ps, METHODS[method].uses),
                             "n_pairs": len(ps),
                             "parameters": _method_parameters(method, p, ps.columns),
-                            "package_version": __version__}
+                            # the method's computation version, not the package's
+                            "package_version": METHODS[method].version}
                 size = shard_size.get(method) if isinstance(shard_size, dict) else shard_size
                 used = ps[ID + [c for c in METHODS[method].uses if c in ps]]
                 specs.append(RunSpec(model, method, s.label, used,
