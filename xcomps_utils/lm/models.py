@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 import torch
 from filelock import FileLock
 
+from ..errors import XcompsError
 from ..pairs.data import file_sha256
 from ..paths import cache_dir
 from .precision import DTYPES
@@ -55,7 +56,7 @@ _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
-class ModelNotFoundError(ValueError):
+class ModelNotFoundError(XcompsError, ValueError):
     """A model name is not an embedded model, an existing model folder, or a loadable hub id.
 
     The message names the path, or lists the embedded models (closest matches first), says whether

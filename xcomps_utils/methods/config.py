@@ -13,13 +13,13 @@ prefixed with the file it came from.
 
 from __future__ import annotations
 
-import difflib
 import numbers
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
 
+from ..errors import did_you_mean, XcompsError
 from ..lm.precision import DTYPES
 
 __all__ = ["Method", "METHODS", "DTYPES", "EXECUTORS", "SOURCES", "bos_policies", "Invalid",
@@ -113,7 +113,7 @@ def bos_policies() -> tuple[str, ...]:
     return tuple(BOS_POLICIES)
 
 
-class Invalid(ValueError):
+class Invalid(XcompsError, ValueError):
     """One invalid field: ``field`` (a path such as ``data[0].languages[1]``; ``""``: the field
     the validator belongs to), ``problem`` and ``allowed`` (in words)."""
 
@@ -208,9 +208,8 @@ def names(allowed=None) -> BeforeValidator:
                           ", ".join(values) if values else "a list of strings")
         for i, x in enumerate(v):
             if values is not None and x not in values:
-                close = difflib.get_close_matches(x, list(values), n=1)
-                raise Invalid(f"unknown value {x!r}" + (f" (did you mean {close[0]!r}?)"
-                                                        if close else ""),
+                close = did_you_mean(x, values)
+                raise Invalid(f"unknown value {x!r}" + (f" ({close})" if close else ""),
                               ", ".join(values), f"[{i}]")
         return list(dict.fromkeys(v))
     return BeforeValidator(check)
@@ -266,9 +265,9 @@ class Strict(BaseModel):
         known = list(dict.fromkeys(own + list(cls.model_fields)))  # its own fields first
         for k in raw:
             if k not in cls.model_fields:
-                close = difflib.get_close_matches(str(k), known, n=1)
-                raise Invalid("unknown field" + (f" (did you mean {close[0]!r}?)" if close
-                                                 else ""), ", ".join(known), str(k))
+                close = did_you_mean(k, known)
+                raise Invalid("unknown field" + (f" ({close})" if close else ""),
+                              ", ".join(known), str(k))
         return raw
 
 
@@ -290,9 +289,9 @@ def _shard_size(v):
     if isinstance(v, dict):
         for m in v:
             if m not in METHODS:
-                close = difflib.get_close_matches(str(m), list(METHODS), n=1)
-                raise Invalid("unknown field" + (f" (did you mean {close[0]!r}?)" if close
-                                                 else ""), ", ".join(METHODS), str(m))
+                close = did_you_mean(m, METHODS)
+                raise Invalid("unknown field" + (f" ({close})" if close else ""),
+                              ", ".join(METHODS), str(m))
         for m, n in v.items():
             try:
                 integer(1).func(n)

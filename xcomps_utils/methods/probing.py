@@ -51,13 +51,15 @@ import warnings
 import numpy as np
 import pandas as pd
 
+from ..errors import XcompsError
+
 __all__ = ["probe_sentences", "leak_free_groups", "control_labels", "baselines", "make_folds",
            "probe_layers", "nested_probe", "permutation_null", "joint_permutation_test",
            "probe_pairs", "probe_tables", "RIDGE_ALPHA",
            "ProbeError", "DEFAULT_N_PERMUTATIONS"]
 
 
-class ProbeError(ValueError):
+class ProbeError(XcompsError, ValueError):
     """The probe cannot be trained as asked (one class, too few examples for the folds)."""
 
 

@@ -14,13 +14,13 @@ them to a page.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import pandas as pd
 
+from ..errors import did_you_mean
 from ..runs import execute as _methods
 
 __all__ = ["Runner", "runner", "xcomps_languages", "wording_ids", "sample_notice", "percent_style", "paired_model_difference",
@@ -40,8 +40,8 @@ def _check_settings(settings: dict, where: str) -> None:
     allowed = _SETTINGS
     for name in settings:
         if name not in allowed:
-            near = difflib.get_close_matches(name, allowed, n=1)
-            hint = f"; did you mean {near[0]!r}?" if near else ""
+            near = did_you_mean(name, allowed)
+            hint = f"; {near}" if near else ""
             raise TypeError(f"{where}: {name!r} is not a setting of methods.run (allowed: "
                             f"{', '.join(allowed)}){hint}")
 

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..errors import did_you_mean, XcompsError
 from ..paths import data_home, resources_dir
 
 __all__ = [
@@ -67,7 +68,7 @@ PAIR_COLUMNS = [
 ]
 
 
-class DataError(ValueError):
+class DataError(XcompsError, ValueError):
     """A data file is missing or malformed; the message names the file, row and field."""
 
 
@@ -270,8 +271,8 @@ def load_blimp(phenomenon: str, data_dir=None, verify: bool = True) -> pd.DataFr
         ChecksumError: the file differs from the manifest.
     """
     if phenomenon not in blimp_phenomena():
-        close = difflib.get_close_matches(phenomenon, blimp_phenomena(), n=3)
-        raise DataError(f"unknown BLiMP phenomenon {phenomenon!r}; did you mean {close}?")
+        raise DataError(f"unknown BLiMP phenomenon {phenomenon!r}; "
+                        f"{did_you_mean(phenomenon, blimp_phenomena(), n=3)}")
     path = dataset_file("blimp", f"{phenomenon}.jsonl", data_dir, verify)
     rows = []
     for line_no, rec in read_jsonl(path):

@@ -39,7 +39,6 @@ gold sentence, and its rank among the candidates needs all of them.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import warnings
@@ -49,6 +48,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from ..errors import did_you_mean
 from . import data
 
 __all__ = ["Task", "TASKS", "get", "names", "load", "select", "sample", "checksums", "provenance",
@@ -115,9 +115,9 @@ def _blimp(phenomenon: str, name: str | None = None, description: str | None = N
 def _require_known(family: str, rest: str, known: list[str]) -> None:
     """Refuse a task name of ``family`` whose part after the colon is not in ``known``."""
     if rest not in known:
-        close = difflib.get_close_matches(rest, known, n=3)
+        close = did_you_mean(rest, known, n=3)
         raise data.DataError(f"unknown {family} task {rest!r}; "
-                             + (f"did you mean {close}? " if close else "")
+                             + (f"{close} " if close else "")
                              + f"known: {known[:6]}{' ...' if len(known) > 6 else ''} "
                              f"(`xcomps-study tasks` lists them)")
 
@@ -132,11 +132,11 @@ def _grammar(name: str) -> Task:
         lang, _, construction = rest.partition(":")
         if lang not in grammar.CLAMS_LANGUAGES or construction not in grammar.CLAMS_CONSTRUCTIONS:
             known = grammar.CLAMS_CONSTRUCTIONS
-            close = difflib.get_close_matches(construction, known, n=2)
+            close = did_you_mean(construction, known, n=2)
             raise data.DataError(
                 f"unknown CLAMS task {name!r}: use clams:<lang>:<construction> with lang in "
                 f"{list(grammar.CLAMS_LANGUAGES)} and construction in {list(known)}"
-                + (f"; did you mean {close}?" if close else ""))
+                + (f"; {close}" if close else ""))
         files = (("clams", f"{lang}/{construction}.txt"),)
         description = f"CLAMS {lang} {construction} (subject-verb agreement)"
         loader = lambda data_dir=None, verify=True, **_: grammar.load_clams(  # noqa: E731
@@ -180,9 +180,9 @@ def _xcomps(name: str) -> Task:
     lang = name.partition(":")[2]
     known = list(dict.fromkeys(xcomps.SAMPLE_LANGUAGES + ["en"] + xcomps.XCOMPS_LANGUAGES))
     if lang not in known:
-        close = difflib.get_close_matches(lang, known, n=2)
+        close = did_you_mean(lang, known, n=2)
         raise data.DataError(f"unknown XCOMPS language {lang!r} in task {name!r}; "
-                             + (f"did you mean {close}? " if close else "")
+                             + (f"{close} " if close else "")
                              + f"known: {known}")
     source = "sample" if lang in xcomps.SAMPLE_LANGUAGES else "upstream"
     files = (("xcomps", f"comps_{lang}.json"),) if source == "upstream" and lang != "en" else ()
@@ -200,9 +200,9 @@ def _bmlama(name: str) -> Task:
     benchmark = family.removesuffix("_control")
     known = bmlama.languages(benchmark)
     if lang not in known:
-        close = difflib.get_close_matches(lang, known, n=2)
+        close = did_you_mean(lang, known, n=2)
         raise data.DataError(f"unknown {benchmark} language {lang!r} in task {name!r}; "
-                             + (f"did you mean {close}? " if close else "") + f"known: {known}")
+                             + (f"{close} " if close else "") + f"known: {known}")
     files = (("bmlama", f"{bmlama.BENCHMARKS[benchmark]}/{lang}.tsv"),)
     if family.endswith("_control"):
         def loader(data_dir=None, verify=True, seed=0, **_):
@@ -269,8 +269,7 @@ def get(name: str) -> Task:
         phenomenon = name.split(":", 1)[1]
         if phenomenon not in data.blimp_phenomena():
             known = data.blimp_phenomena()
-            close = difflib.get_close_matches(phenomenon, known, n=3)
-            hint = (f"did you mean {', '.join(map(repr, close))}?" if close else
+            hint = (did_you_mean(phenomenon, known, n=3) or
                     f"the {len(known)} phenomena include {', '.join(map(repr, known[:3]))}, ...")
             raise data.DataError(f"unknown BLiMP phenomenon {phenomenon!r}; {hint} "
                                  f"(`xcomps-study tasks` lists the tasks)")
@@ -281,8 +280,8 @@ def get(name: str) -> Task:
         return _xcomps(name)
     if name.partition(":")[0] in BMLAMA_FAMILIES:
         return _bmlama(name)
-    close = difflib.get_close_matches(name, names(), n=2)
-    raise data.DataError(f"unknown task {name!r}{f'; did you mean {close}' if close else ''}. "
+    close = did_you_mean(name, names(), n=2)
+    raise data.DataError(f"unknown task {name!r}{f'; {close}' if close else ''} "
                          f"Known: {names()} or 'blimp:<phenomenon>', "
                          f"'clams:<lang>:<construction>', 'turblimp:<phenomenon>', "
                          f"'sling:<paradigm>', 'rublimp:<phenomenon>', 'multiblimp:<lang>', "

@@ -53,6 +53,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
 
+from ..errors import XcompsError
 from .. import __version__
 from ..pairs.data import file_sha256
 
@@ -74,7 +75,7 @@ MEASURE_COLUMNS = MEASURE_SCHEMA.names
 MIN_FREE_BYTES = 16 * 2**20
 
 
-class StoreError(RuntimeError):
+class StoreError(XcompsError, RuntimeError):
     """The store cannot serve or take results: its files contradict each other or their record
     (a run folder written for another key, a missing, truncated or altered shard, an unreadable
     ``run.json``), or its folder is a file or not writable. The message says what to do."""

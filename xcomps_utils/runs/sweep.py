@@ -28,6 +28,7 @@ from typing import Annotated, Any
 import pandas as pd
 from pydantic import BeforeValidator, PrivateAttr, model_validator
 
+from ..errors import XcompsError
 from ..methods import config as C
 from ..methods.config import choice, Languages, names, pair_set, pair_sets, Ray, typed
 from . import planner as P
@@ -39,7 +40,7 @@ EXECUTORS = C.EXECUTORS
 RunSpec = P.RunSpec
 
 
-class SweepError(ValueError):
+class SweepError(XcompsError, ValueError):
     """A sweep file that cannot run: names the file, the field and what is allowed."""
 
 
