@@ -1,4 +1,8 @@
-"""Where the project's own data files, downloaded datasets and the user cache live.
+"""Where the project's own data files, downloaded datasets and the user cache live, and the one
+place the package reads its environment variables: ``XCOMPS_DATA_DIR`` (:func:`data_dir`),
+``XCOMPS_CACHE_DIR`` (:func:`cache_dir`), ``XCOMPS_PROBE_JOBS`` (:func:`probe_jobs`); the
+command line reads ``XCOMPS_DEBUG`` through click. Each is read when it is needed, not at import,
+so a change takes effect in the running process.
 
 The project's own data files (dataset manifests, ``languages.csv``, ``meta_templates.json``, the
 XCOMPS sample) live in the top-level ``data/`` folder of the checkout, the study's data home.
@@ -44,6 +48,28 @@ def in_checkout() -> bool:
     """True when the package runs from a checkout (its files are read from the top-level
     ``data/``), False when it runs from a non-editable install."""
     return resources_dir() == _CHECKOUT
+
+
+def data_dir() -> Path | None:
+    """``$XCOMPS_DATA_DIR`` (a folder holding the datasets' files, one sub-folder per dataset, as
+    ``../shared/data`` beside a checkout), or None when it is not set."""
+    env = os.environ.get("XCOMPS_DATA_DIR")
+    return Path(env) if env else None
+
+
+def probe_jobs() -> int:
+    """Worker processes for a Neuro run's probes: ``$XCOMPS_PROBE_JOBS``, else every core.
+
+    Raises:
+        ValueError: the variable is set to something other than a positive integer.
+    """
+    env = os.environ.get("XCOMPS_PROBE_JOBS", "")
+    if not env:
+        return os.cpu_count() or 1
+    if not env.isdigit() or int(env) < 1:
+        raise ValueError(f"XCOMPS_PROBE_JOBS={env!r}: set it to a positive integer (worker "
+                         f"processes for probing) or unset it to use every core")
+    return int(env)
 
 
 def cache_dir() -> Path:

@@ -45,7 +45,6 @@ a probe that did not see it), which stays defined when a small test fold holds o
 
 from __future__ import annotations
 
-import os
 import warnings
 
 import numpy as np
@@ -67,10 +66,6 @@ class ProbeError(XcompsError, ValueError):
 #: per language and, after the max-T correction over languages (:func:`joint_permutation_test`),
 #: whatever their number; so a language can be decided at one-sided 0.025.
 DEFAULT_N_PERMUTATIONS = 199
-
-#: worker processes for the permutation null (each fit stays on one BLAS thread):
-#: ``XCOMPS_PROBE_JOBS``, else every core
-PROBE_JOBS = int(os.environ.get("XCOMPS_PROBE_JOBS", 0)) or (os.cpu_count() or 1)
 
 #: a group may hold at most this share of the sentences for concept-disjoint folds to be used
 MAX_GROUP_SHARE = 0.5

@@ -43,6 +43,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..errors import did_you_mean, XcompsError
+from .. import paths
 from ..paths import data_home, resources_dir
 
 __all__ = [
@@ -141,7 +142,7 @@ def dataset_file(dataset: str, filename: str, data_dir: str | os.PathLike | None
         raise DataError(f"{filename!r} is not a file of dataset {dataset!r} "
                         f"(manifest {resources_dir() / (dataset + '.json')} lists "
                         f"{len(meta['files'])} files)")
-    root = data_dir if data_dir is not None else os.environ.get("XCOMPS_DATA_DIR")
+    root = data_dir if data_dir is not None else paths.data_dir()
     if root:
         path = Path(root) / meta["folder"] / filename
         if not path.exists():

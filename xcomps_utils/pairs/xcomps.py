@@ -34,6 +34,7 @@ import pandas as pd
 
 from .data import (PAIR_COLUMNS, ChecksumError, DataError, SmallSampleWarning, download,
                    manifest, pivotal_spans, read_jsonl)
+from .. import paths
 from ..paths import data_home, resources_dir
 
 __all__ = ["XCOMPS_LANGUAGES", "SAMPLE_LANGUAGES", "NEGATIVE_TYPES", "REQUIRED_FIELDS",
@@ -85,7 +86,7 @@ def xcomps_file(lang: str, source: str = "sample", data_dir=None, verify: bool =
         want = meta["files"][name]
     else:
         raise DataError(f"XCOMPS has no language {lang!r}; it has {XCOMPS_LANGUAGES} and 'en'")
-    root = data_dir if data_dir is not None else os.environ.get("XCOMPS_DATA_DIR")
+    root = data_dir if data_dir is not None else paths.data_dir()
     path = Path(root) / meta["folder"] / name if root else None
     if path is None or not path.exists():
         path = data_home() / meta["folder"] / name

@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from .. import paths
 from ..lm.encoding import fit_context
 from ..methods import config
 from . import planner
@@ -210,7 +211,7 @@ def probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame
     """Neuro's run-level step: the probes of every ``probe_by`` group over the run's state
     shards (long measures, ``layer`` -1 for a group's summary).
 
-    The groups' probes run in :data:`xcomps_utils.methods.probing.PROBE_JOBS` worker processes
+    The groups' probes run in :func:`xcomps_utils.paths.probe_jobs` worker processes
     (joblib), the groups with a permutation null first; every fit is single-threaded and seeded,
     so the numbers do not depend on the number of workers (tested). The groups with a null (one
     per language) permute their labels independently (each its own seed, from the run's seed and
@@ -226,7 +227,7 @@ def probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame
     sentence of another fact) are left out, counted per group in ``n_true_distractors``."""
     from joblib import Parallel, delayed
 
-    from ..methods.probing import (DEFAULT_N_PERMUTATIONS, PROBE_JOBS, joint_permutation_test,
+    from ..methods.probing import (DEFAULT_N_PERMUTATIONS, joint_permutation_test,
                           probe_sentences)
 
     states = ShardedStates(store, rid)
@@ -245,7 +246,7 @@ def probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame
             texts = list(dict.fromkeys(probe_sentences(sub, item)["text"]))
             groups.append((by, key, sub, n_perm, texts))
     order = sorted(range(len(groups)), key=lambda i: -groups[i][3])  # the longest first
-    jobs = min(PROBE_JOBS, len(groups)) or 1
+    jobs = min(paths.probe_jobs(), len(groups)) or 1
     done = Parallel(n_jobs=jobs)(
         delayed(_probe_group)(states[[states.index[t] for t in groups[i][4]]],
                               {t: r for r, t in enumerate(groups[i][4])}, groups[i][2], item,
