@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from .claims import SESOI, bootstrap_means, decided_rows, evaluate_claim
+from .claims import SESOI, ClaimTest, bootstrap_means, correct, decided_rows, evaluate_claim
 
 __all__ = ["prior_share", "prior_favours_acceptable", "direct_gains_from_prior",
            "shuffled_prior_accuracy", "concept_carries_most", "property_above_chance"]
@@ -249,3 +249,32 @@ def property_above_chance(decomposed: pd.DataFrame, scope: str = "all languages"
                           scope=scope, null_hypothesis="conditional Direct is as accurate with "
                           "the item's own continuation as with another item's (the drawn "
                           "chance level)", sesoi=SESOI["accuracy"], **kw)
+
+
+# --- the families this question tests (corrected here, not on the page) -------------------------
+
+def where_delta_comes_from(decomposed: pd.DataFrame, control: pd.DataFrame, n_boot: int = 2000,
+                           seed: int = 0) -> list[ClaimTest]:
+    """The family "where Δ comes from": :func:`concept_carries_most` and
+    :func:`property_above_chance` (against the drawn ``control`` of mismatched continuations) on
+    every language pooled, Holm-corrected together (:func:`~xcomps_utils.analysis.claims.correct`).
+    """
+    tests = [concept_carries_most(decomposed, n_boot=n_boot, seed=seed, scope="all languages"),
+             property_above_chance(decomposed, scope="all languages", n_boot=n_boot, seed=seed,
+                                   control=control)]
+    return correct(tests, "where Δ comes from")
+
+
+def prior_claims(decomposed: pd.DataFrame, languages: list[str], n_boot: int = 2000,
+                 seed: int = 0) -> list[ClaimTest]:
+    """The concept-prior families: "concept prior, pooled" (confirmatory:
+    :func:`prior_favours_acceptable` and :func:`direct_gains_from_prior` on every language
+    pooled) and "Direct's gain, per language" (exploratory: :func:`direct_gains_from_prior` in
+    each of ``languages``), each Holm-corrected within itself."""
+    pooled = [f(decomposed, n_boot=n_boot, seed=seed, scope="all languages")
+              for f in (prior_favours_acceptable, direct_gains_from_prior)]
+    per_language = [direct_gains_from_prior(decomposed[decomposed.lang == lang], n_boot=n_boot,
+                                            seed=seed, scope=lang) for lang in languages]
+    return (correct(pooled, "concept prior, pooled", "confirmatory")
+            + correct(per_language, "Direct's gain, per language", "exploratory"))
+

@@ -41,6 +41,7 @@ import pandas as pd
 from .claims import (ClaimTest, decided_rows, finish, language_claim, percentile_interval,
                      permutation_p)
 from ..pairs.xcomps import languages
+from . import claims
 
 __all__ = ["correctness_matrix", "cohen_kappa", "pairwise_agreement", "mean_kappa",
            "items_by_languages", "bootstrap_kappas", "KappaReplicates", "agreement_table",
@@ -418,3 +419,22 @@ def agreement_follows(scored: pd.DataFrame, by: str = "morphological_type",
         interval=interval, n_obs=int(table["n"].sum()),
         caveat=f"{name} is confounded with {other.replace('_', ' ')} in these languages; types "
                f"are permuted within each {other.replace('_', ' ')}.", seed=seed)
+
+
+def agreement_claims(scored: pd.DataFrame, n_boot: int = 2000, seed: int = 0
+                     ) -> tuple[list[ClaimTest], list[str]]:
+    """The family "cross-lingual agreement", Holm-corrected together: for Direct's and
+    conditional Direct's decisions (``direct_correct``, ``cond_correct``),
+    :func:`cross_lingual_agreement` and :func:`agreement_follows` by morphological type and by
+    resource level. Returns the corrected tests and, for a grouping that cannot be tested on these
+    languages, why (the ``ValueError`` of :func:`agreement_follows`, prefixed by the grouping)."""
+    tests, skipped = [], []
+    for c in ("direct_correct", "cond_correct"):
+        tests.append(cross_lingual_agreement(scored, c, n_boot=n_boot, seed=seed))
+        for by in ("morphological_type", "resource_level"):
+            try:
+                tests.append(agreement_follows(scored, by, c, n_boot=n_boot, seed=seed))
+            except ValueError as err:
+                skipped.append(f"{by}: {err}")
+    return claims.correct(tests, "cross-lingual agreement"), skipped
+
