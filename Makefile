@@ -16,7 +16,8 @@ DEV_STAMP := $(VENV)/.installed-dev
 # The stamp of the trimmed copy (see its recipe); a checkout with the whole package gets trimmed.
 MATHJAX := book/_assets/mathjax/.trimmed
 NOTEBOOKS := $(wildcard notebooks/*.md)
-CHAPTERS := $(basename $(notdir $(NOTEBOOKS)))
+# The findings page reads the verdicts the other chapters print: it is executed last.
+CHAPTERS := $(filter-out findings,$(basename $(notdir $(NOTEBOOKS)))) findings
 CELL_TIMEOUT ?= 1800
 KERNEL := xcomps-study
 
@@ -32,6 +33,7 @@ SMOKE_bmlama_languages = -y '{models: [smollm2-135m-instruct], languages17: [en,
   -p facts17 2 -p facts53 2 -p methods_model smollm2-135m-instruct -p n_boot 200 -p n_perm 999 \
   -p store $(STORE)
 SMOKE_direct_scoring = -p n_pairs 6 -p store $(STORE) -p compare_model smollm2-135m-instruct
+SMOKE_findings =
 SMOKE_first_token = -p convention_pairs 12 -p store $(STORE)
 SMOKE_grammar_across_languages = -p items_per_task 2 -p neuro_pairs_per_language 6 -p n_boot 200 \
   -y '{clams_languages: [en, he], constructions: [simple_agrmt, prep_anim], turblimp: [binding], sling: [zai_le], blimp: [regular_plural_subject_verb_agreement_1], rublimp: [np_agreement_case], multiblimp: [eng, ell], neuro_languages: [en, he], xcomps_languages: [en, de, zh]}' \
@@ -54,6 +56,7 @@ SMOKE_DIR := build/smoke
 # `make publish` goes on from the runs and shards it holds, and a second one computes nothing new.
 PUBLISH_bmlama_languages = -p facts17 70 -p facts53 70 -p store $(STORE)
 PUBLISH_direct_scoring = -p n_pairs 1000 -p store $(STORE)
+PUBLISH_findings =
 PUBLISH_first_token = -p convention_pairs 1000 -p store $(STORE)
 PUBLISH_grammar_across_languages = -p items_per_task 200 -p neuro_pairs_per_language 200 \
   -y '{constructions: [simple_agrmt, vp_coord, long_vp_coord, prep_anim, subj_rel, obj_rel_across_anim, obj_rel_within_anim], turblimp: [anaphor_agreement, argument_structure_transitive, binding, determiners, subject_verb_agreement, suspended_affixation], sling: [zai_le, cl_simple_noun, self_male, any, rc_resumptive_noun, bare_wh], blimp: [regular_plural_subject_verb_agreement_1, distractor_agreement_relative_clause], rublimp: [noun_subj_predicate_agreement_number, subj_predicate_agreement_number_attractor, adposition_government, np_agreement_case, anaphor_agreement_gender, negative_concord]}' \
@@ -69,6 +72,7 @@ PUBLISH_xcomps_token_level_agreement = -p items_per_language None -p n_boot 2000
 # What each chapter computes (the progress line of make book / smoke / publish).
 DESC_bmlama_languages = Direct on BMLAMA-17 and -53 facts and their control frames, 2 models; typology; language-level claims
 DESC_direct_scoring = Direct scoring of BLiMP, CrowS-pairs and DUST pairs, 2 models
+DESC_findings = every claim x model the other chapters printed, in one table (no model; executed last)
 DESC_first_token = Direct scoring of one BLiMP task under 3 first-token conventions
 DESC_grammar_across_languages = Direct (sum, mean, per byte), pivot share and Neuro on CLAMS (5 languages), TurBLiMP, SLING, RuBLiMP, MultiBLiMP (4 languages) and BLiMP, 2 models
 DESC_reproducibility = build environment, data checksums, the command line twice on 5 pairs
@@ -88,7 +92,7 @@ DESC_xcomps_token_level_agreement = which XCOMPS items a model knows in every la
 PAPERMILL_ENV := SPYDER_TQDM_CONSOLE=1 TQDM_MININTERVAL=20
 N_CHAPTERS := $(words $(CHAPTERS))
 
-.PHONY: book render check test smoke smoke-chapters install install-dev notebooks clean publish grade colab-notebooks
+.PHONY: book render check test audit smoke smoke-chapters install install-dev notebooks clean publish grade colab-notebooks
 .DELETE_ON_ERROR:
 
 install: $(STAMP) $(MATHJAX)
@@ -138,12 +142,19 @@ notebooks: install
 # Parameters of chapter $* at this SIZE (none: the chapter's defaults).
 chapter_args = $(if $(filter smoke,$(SIZE)),$(SMOKE_$*),$(if $(filter publish,$(SIZE)),$(PUBLISH_$*)))
 
+# Every chapter writes the verdicts it prints to $(EXECUTED)/verdicts/<chapter>.csv
+# (claims.claims_markdown reads XCOMPS_VERDICTS and XCOMPS_CHAPTER; the file is made afresh each
+# time the chapter is executed); the findings page reads them, after every other chapter.
+VERDICTS = $(abspath $(EXECUTED))/verdicts
+$(EXECUTED)/findings.ipynb: $(patsubst %,$(EXECUTED)/%.ipynb,$(filter-out findings,$(CHAPTERS)))
+
 $(EXECUTED)/%.ipynb: notebooks/%.md
 	@i=$$(printf '%s\n' $(CHAPTERS) | grep -nx '$*' | cut -d: -f1); t0=$$(date +%s); \
 	start=$$(cat build/notebooks-$(SIZE)/.started 2>/dev/null || echo $$t0); \
 	echo "[$(SIZE)] chapter $$i/$(N_CHAPTERS) $* started $$(date +%T): $(DESC_$*); parameters: $(or $(strip $(chapter_args)),the chapter's defaults)"; \
 	$(VENV)/bin/jupytext --quiet --to ipynb -o build/notebooks-$(SIZE)/$*.ipynb $< && \
-	$(PAPERMILL_ENV) $(VENV)/bin/papermill --cwd . -k $(KERNEL) --execution-timeout $(CELL_TIMEOUT) \
+	rm -f $(VERDICTS)/$*.csv && \
+	$(PAPERMILL_ENV) XCOMPS_VERDICTS=$(VERDICTS) XCOMPS_CHAPTER=$* $(VENV)/bin/papermill --cwd . -k $(KERNEL) --execution-timeout $(CELL_TIMEOUT) \
 	  --log-output --log-level WARNING --no-progress-bar $(chapter_args) \
 	  build/notebooks-$(SIZE)/$*.ipynb $@; rc=$$?; t1=$$(date +%s); \
 	echo "[$(SIZE)] chapter $$i/$(N_CHAPTERS) $* $$([ $$rc = 0 ] && echo done || echo FAILED) in $$((t1 - t0)) s (elapsed $$((t1 - start)) s)"; \
@@ -194,7 +205,20 @@ test: install-dev
 	$(MAKE) --no-print-directory check
 	$(MAKE) --no-print-directory smoke
 	$(PYTEST) -m slow
+	$(MAKE) --no-print-directory audit
 	$(MAKE) --no-print-directory grade
+
+# The audit of the shipped results store (AUDIT_STORE, results/, when it holds runs/): verify it,
+# then recompute a seeded sample of its shards from scratch (AUDIT_SAMPLE in all, default and
+# minimum one per method and model) and compare every number, each under its named tolerance
+# (xcomps_utils/runs/audit.py); fails naming the run and shard. No runs/ there: nothing to audit.
+AUDIT_STORE ?= results
+AUDIT_SAMPLE ?=
+AUDIT_SEED ?= 0
+audit: install
+	@if [ -d $(AUDIT_STORE)/runs ]; then \
+	  $(VENV)/bin/xcomps-study audit $(AUDIT_STORE) $(if $(AUDIT_SAMPLE),--sample $(AUDIT_SAMPLE)) --seed $(AUDIT_SEED); \
+	else echo "audit: no shipped results store ($(AUDIT_STORE)/runs is absent): nothing to audit"; fi
 
 # The deployed book: every chapter at its publish size (PUBLISH_* above) into book/executed, runs
 # read from and written to the results store (results/, kept between deploys by the workflow's

@@ -8,6 +8,8 @@ simulated rate.
 """
 
 import math
+import re
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -432,16 +434,169 @@ def test_order_effect_and_above_chance():
     assert r["supported"] >= 0.8
 
 
-def test_markdown_names_unit_null_family_and_caveat():
+def _table(md: str) -> tuple[str, list[list[str]]]:
+    """The header line and the cells of each row of a Markdown table (``\\|`` is text)."""
+    lines = next(b for b in md.split("\n\n") if b.startswith("| ")).splitlines()
+    assert lines[1].startswith("| --- |"), lines[:2]
+    return lines[0], [[c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
+                      for line in lines[2:]]
+
+
+def _visible(cell: str) -> str:
+    """A claim cell without what is one click away (the ``<details>`` body)."""
+    return re.sub(r"<details><summary>|</summary>.*</details>", "", cell)
+
+
+def test_markdown_is_one_compact_row_per_claim_with_the_rest_one_click_away():
     df = _xcomps(lambda l, *a: 0.9 if l == "en" else 0.6, n_items=40)
-    t = claims.correct([xcomps_paper.english_advantage(df, n_boot=300)], "XCOMPS", "confirmatory")
-    md = claims.claims_markdown(t)
-    assert md.startswith("- **Supported** (direct): *accuracy is higher in English")
-    assert "40 items. Null: English accuracy equals the other languages' mean; bootstrap " \
-           "over items" in md
-    assert "Family: XCOMPS (confirmatory, 1 test that can reach the level, Holm)" in md and "*Caveat:* the sample " in md
-    table = claims.claims_table(t)
-    assert table.loc[0, "half_width"] == pytest.approx((t[0].ci_high - t[0].ci_low) / 2)
+    tests = claims.correct([xcomps_paper.english_advantage(df, n_boot=300),
+                            xcomps_paper.subtle_negatives_harder(df, n_boot=300),
+                            xcomps_paper.morphology_trend(df, n_boot=300)],
+                           "XCOMPS, primary claims (Direct)")
+    assert [t.verdict for t in tests] == ["supported", "inconclusive", "cannot be decided"]
+    md = claims.claims_markdown(tests)
+    header, rows = _table(md)
+    assert header == "| claim | verdict | effect [interval] | n | scope |"
+    assert len(rows) == 3 and all(len(r) == 5 for r in rows)
+    en, subtle, morph = rows
+    t = tests[0]
+    # the row: the hypothesis, the verdict, the interval the verdict reads (adjusted in a family
+    # of 2), the units and the scope; nothing else is visible
+    assert en[0].startswith("<details><summary>accuracy is higher in English than in the other "
+                            "languages</summary>")
+    assert en[1:] == ["**Supported**", f"{t.effect:.2f} [{t.adj_low:.2f}, {t.adj_high:.2f}] *adj.*",
+                      "40 items", "direct"]
+    assert (t.adj_low, t.adj_high) != (t.ci_low, t.ci_high)
+    assert subtle[1] == "**Inconclusive**" and subtle[2].endswith("*adj.*")
+    assert morph[1:4] == ["**Cannot be decided with 7 languages**", f"{tests[2].effect:.2f} "
+                          f"*description* [{tests[2].ci_low:.2f}, {tests[2].ci_high:.2f}]",
+                          "7 languages"]
+    for row in rows:
+        shown = " ".join([_visible(row[0]), *row[1:]])
+        assert len(shown) < 180 and not any(w in shown for w in ("Null", "Family", "Caveat"))
+    # one click away: the measure and the unadjusted interval, the null and the test, the family
+    # (role, size, Holm-adjusted p), the caveat; why it cannot be decided; the size that would
+    # decide an inconclusive one
+    assert (f"English minus mean other-language accuracy: {t.effect:.2f}, 95% CI "
+            f"[{t.ci_low:.2f}, {t.ci_high:.2f}] (unadjusted; adjusted for the family, the "
+            f"interval the verdict reads: [{t.adj_low:.2f}, {t.adj_high:.2f}]), 40 items") in en[0]
+    assert ("Null: English accuracy equals the other languages' mean; bootstrap over items "
+            "(300 replicates).") in en[0]
+    assert (f"Family: XCOMPS, primary claims (Direct) (confirmatory, 2 tests that can reach the "
+            f"level, Holm), adjusted two-sided p {t.p_adjusted:.3f} (level 0.05)") in en[0]
+    assert "*Caveat:* the sample was written in English and translated" in en[0]
+    assert f"about {tests[1].items_needed:,} items would give an 80% chance" in subtle[0]
+    assert "Not a test: the smallest p any outcome could give" in morph[0]
+    assert "languages fixed; not a test" in morph[0] and "Family" not in morph[0]
+    assert md.endswith("Click a claim for its measure, null, test, family, adjusted p and caveat.")
+    # a | in a hypothesis or a measure does not split the row
+    bar = claims.claims_markdown([replace(t, hypothesis="a |difference| is above 0")])
+    assert len(_table(bar)[1][0]) == 5 and "a \\|difference\\| is above 0" in bar
+    # a long hypothesis loses its closing parenthetical in the row, not in the details
+    long = replace(t, hypothesis="the other tokens carry a systematic part of the perplexity "
+                   "difference (pivotal tokens rarely explain it whole)")
+    cell = _table(claims.claims_markdown([long]))[1][0][0]
+    assert _visible(cell) == "the other tokens carry a systematic part of the perplexity difference"
+    assert "*the other tokens carry a systematic part of the perplexity difference (pivotal " \
+           "tokens rarely explain it whole)*" in cell
+    assert claims.claims_markdown([]) == ""
+    table = claims.claims_table(tests)
+    assert table.loc[0, "half_width"] == pytest.approx((t.ci_high - t.ci_low) / 2)
+
+
+# --- verdicts written for the findings page ------------------------------------------------------
+
+def _strong_and_few():
+    strong = pd.DataFrame({"task": "t", "pair_id": np.arange(60).astype(str),
+                           "accuracy": np.r_[np.ones(55), np.zeros(5)]})
+    return (perplexity_paper.above_chance(strong, "t", n_boot=300),
+            perplexity_paper.above_chance(strong.head(5), "t", n_boot=300))
+
+
+def test_printed_verdicts_are_written_appended_and_made_afresh_by_a_new_process(tmp_path,
+                                                                                 monkeypatch):
+    import subprocess
+    import sys
+    import textwrap
+
+    folder = tmp_path / "verdicts"
+    monkeypatch.setenv("XCOMPS_VERDICTS", str(folder))
+    monkeypatch.setenv("XCOMPS_CHAPTER", "token_perplexity_results")
+    monkeypatch.setattr(claims, "_STARTED", set())
+    strong, few = _strong_and_few()
+    claims.claims_markdown([strong])
+    claims.claims_markdown([few, strong])  # a second table of the same page: appended
+    path = folder / "token_perplexity_results.csv"
+    written = pd.read_csv(path)
+    assert list(written.columns) == claims.VERDICT_COLUMNS
+    assert list(written.verdict) == ["supported", "cannot be decided", "supported"]
+    assert written.effect.tolist() == pytest.approx([strong.effect, few.effect, strong.effect])
+    assert written.ci_low[0] == pytest.approx(strong.ci_low)
+    assert set(written.page) == {"token_perplexity_results"} and written.n_items.tolist() == [60, 5, 60]
+    rows, missing = claims.read_verdicts(folder)
+    assert len(rows) == 3 and rows.reason[1] == few.reason
+    assert "token_perplexity_results" not in missing and "xcomps_results" in missing
+    # the chapter executed again (a new kernel): its first table replaces the page's file; each
+    # test's model is the page's model parameter its scope names, else the page's model
+    script = textwrap.dedent("""
+        from xcomps_utils.analysis import claims
+        model, compare_model = "gemma-3-270m", "smollm2-135m-instruct"
+        kw = dict(claim="c", hypothesis="h", measure="m", effect=0.3, ci_low=0.1, ci_high=0.5,
+                  null=0.0, direction=1, verdict="supported", n_items=30, unit="item", n_obs=30,
+                  source="s")
+        claims.claims_markdown([claims.ClaimTest(scope="direct", **kw),
+                                claims.ClaimTest(scope="direct, smollm2-135m-instruct", **kw)])
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    again = pd.read_csv(path)
+    assert again.scope.tolist() == ["direct", "direct, smollm2-135m-instruct"]
+    assert again.model.tolist() == ["gemma-3-270m", "smollm2-135m-instruct"]
+    # a page that printed no claim still says it ran; a missing page name is an error
+    monkeypatch.setenv("XCOMPS_CHAPTER", "xcomps_results")
+    assert claims.claims_markdown([]) == ""
+    rows, missing = claims.read_verdicts(folder)
+    assert len(rows) == 2 and "xcomps_results" not in missing
+    nothing, every = claims.read_verdicts(tmp_path / "none")  # no folder: every page missing
+    assert nothing.empty and every == list(dict.fromkeys(f.chapter
+                                                         for f in claims.FAMILIES.values()))
+    monkeypatch.delenv("XCOMPS_CHAPTER")
+    with pytest.raises(ValueError, match="XCOMPS_CHAPTER is not"):
+        claims.claims_markdown([strong])
+
+
+def test_findings_table_and_counts_read_what_the_pages_printed(tmp_path, monkeypatch):
+    folder = tmp_path / "verdicts"
+    monkeypatch.setenv("XCOMPS_VERDICTS", str(folder))
+    monkeypatch.setattr(claims, "_STARTED", set())
+    strong, few = _strong_and_few()
+    confirmed = claims.correct([strong, strong], "two", "confirmatory")
+    printed = {}
+    for page, tests in (("xcomps_results", confirmed), ("token_perplexity_results", [few])):
+        monkeypatch.setenv("XCOMPS_CHAPTER", page)
+        printed[page] = _table(claims.claims_markdown(tests))[1]
+    rows, missing = claims.read_verdicts(folder)
+    assert missing == [p for p in dict.fromkeys(f.chapter for f in claims.FAMILIES.values())
+                       if p not in printed]
+    assert rows.page.tolist() == ["xcomps_results", "xcomps_results", "token_perplexity_results"]
+    header, found = _table(claims.findings_markdown(rows))
+    assert header == "| page | claim | model | verdict | effect [interval] | n | scope |"
+    # each row as its page printed it, with a link to the page as _toc.yml names it
+    for row, (page, k) in zip(found, [("xcomps_results", 0), ("xcomps_results", 1),
+                                      ("token_perplexity_results", 0)]):
+        assert row[1] == printed[page][k][0] and row[3:] == printed[page][k][1:]
+        assert row[0] == f"{{doc}}`{page.replace('_', ' ')} </executed/{page}>`"
+    assert found[0][3:5] == ["**Supported**", f"{confirmed[0].effect:.2f} "
+                             f"[{confirmed[0].adj_low:.2f}, {confirmed[0].adj_high:.2f}] *adj.*"]
+    assert found[2][3] == "**Cannot be decided with 5 items**"
+    counts = claims.verdict_counts(rows)
+    assert counts.loc[("confirmatory", "(not named)"), "supported"] == 2
+    assert counts.loc[("exploratory", "(not named)"), "cannot be decided"] == 1
+    assert counts["total"].sum() == 3 and counts.index[0][0] == "confirmatory"
+    (folder / "xcomps_results.csv").write_text("claim,verdict\nx,supported\n")
+    with pytest.raises(ValueError, match="xcomps_results.csv: its columns"):
+        claims.read_verdicts(folder)
+    assert claims.findings_markdown(rows.iloc[:0]) == ""
 
 
 def test_resource_trend_over_eighteen_languages():
@@ -516,7 +671,6 @@ def test_every_family_a_page_forms_is_declared_in_one_table():
     t = xcomps_paper.english_advantage(_xcomps(lambda *a: 0.7, n_items=30), n_boot=200)
     with pytest.raises(ValueError, match="not declared in family"):
         claims.correct([t], "token-level perplexity, per task")
-    from dataclasses import replace
     with pytest.raises(ValueError, match="SESOI 0.1"):
         claims.correct([replace(t, sesoi=0.1)], "XCOMPS, primary claims (Direct)")
     with pytest.raises(ValueError, match="declared 'confirmatory'"):

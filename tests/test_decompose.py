@@ -304,10 +304,12 @@ def test_the_printed_gain_verdict_flips_with_the_data():
         fns = (concept_prior.prior_favours_acceptable, concept_prior.direct_gains_from_prior)
         return claims.claims_markdown(claims.correct([f(d, n_boot=300) for f in fns],
                                                      "concept prior, pooled", "confirmatory"))
-    helps = printed(_prior_pairs(20, 1.0, spread=0.5)).splitlines()
-    hurts = printed(_prior_pairs(21, 0.0, n_items=120, spread=9.0)).splitlines()
-    assert helps[1].startswith("- **Supported**") and hurts[1].startswith("- **Contradicted**")
-    assert "Direct gains from the concept prior" in hurts[1]
+    def gain_row(md):  # the table's second row: direct_gains_from_prior
+        return [r for r in md.splitlines() if r.startswith("| <details>")][1]
+    helps = gain_row(printed(_prior_pairs(20, 1.0, spread=0.5)))
+    hurts = gain_row(printed(_prior_pairs(21, 0.0, n_items=120, spread=9.0)))
+    assert "| **Supported** |" in helps and "| **Contradicted** |" in hurts
+    assert "Direct gains from the concept prior" in hurts
 
 
 def test_mismatched_pairs_keep_the_prefixes_and_take_another_items_continuation():

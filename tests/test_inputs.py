@@ -12,7 +12,6 @@ import yaml
 from click.testing import CliRunner
 
 from xcomps_utils.lm.encoding import check_pair_texts, context_length, text_problem
-from xcomps_utils.pages import params
 from xcomps_utils.pairs import data, tasks
 from xcomps_utils.runs import cli, execute as methods, planner, store as S
 
@@ -155,51 +154,6 @@ def test_unknown_blimp_phenomenon_never_suggests_nothing():
     with pytest.raises(data.DataError, match="did you mean 'anaphor_gender_agreement'"):
         tasks.get("blimp:anaphor_gender_agreemnt")
 
-
-def test_chapter_parameters_languages_string_and_index_range():
-    """Repro 8: `-p languages en` iterated the letters; `-p pair_index 1000000000` ended in
-    IndexError."""
-    g = {"languages": "en"}
-    with pytest.raises(params.ParameterError, match=r"got 'en' \(str\); pass a list: "
-                                                    r"-y '\{languages: \[en\]\}'"):
-        params.check(g, languages="list[str]")
-    params.check({"languages": ["en"]}, languages="list[str]")
-    g = {"pair_index": 1_000_000_000}
-    params.check(g, pair_index="int>=0")  # the old call form still works
-    with pytest.raises(params.ParameterError,
-                       match=r"'pair_index' must be an integer from 0 to 999 \(the task"):
-        params.check_range(g, "pair_index", 0, 999, "the task 'blimp_anaphor' has 1,000 pairs")
-    with pytest.raises(params.ParameterError, match="'pair_index' must be an integer"):
-        params.check_range({"pair_index": "3"}, "pair_index", 0, 9)
-
-
-
-def test_chapter_checks_read_the_package_declarations():
-    """Issue 21: a chapter's dtype, data source and BOS policy are checked against config's
-    declarations (a dtype added there is accepted at once), and no chapter types a list that
-    config declares."""
-    import re
-    from pathlib import Path
-
-    from xcomps_utils.methods import config
-
-    for value in config.DTYPES:
-        params.check({"dtype": value}, dtype="dtype")
-    with pytest.raises(params.ParameterError) as err:
-        params.check({"dtype": "float64"}, dtype="dtype")
-    assert str(err.value) == ("parameter 'dtype' must be one of "
-                              + ", ".join(repr(d) for d in config.DTYPES) + ", got 'float64' (str)")
-    params.check({"source": "upstream", "bos_policy": "lm_eval"}, source="source",
-                 bos_policy="bos_policy")
-    with pytest.raises(params.ParameterError, match="'bos_policy' must be one of 'bos'"):
-        params.check({"bos_policy": "eos"}, bos_policy="bos_policy")
-    declared = [set(config.DTYPES), set(config.SOURCES), set(config.bos_policies())]
-    root = Path(__file__).resolve().parents[1] / "notebooks"
-    for page in sorted(root.glob("*.md")):
-        for choices in re.findall(r'"choice:([^"|]+)', page.read_text()):
-            assert not any(set(choices.split(",")) & d for d in declared), (page.name, choices)
-        if re.search(r"^(\w+(, | = ))*dtype(, \w+)* = ", page.read_text(), re.M):  # a parameter
-            assert 'dtype="dtype"' in page.read_text(), page.name
 
 def test_quiet_silences_weight_loading_bars(lm, data_dir, tmp_path):
     """Repro 8: --quiet still printed weight-loading bars."""

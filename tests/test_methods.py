@@ -10,7 +10,6 @@ from click.testing import CliRunner
 
 from xcomps_utils.lm import scoring
 from xcomps_utils.methods import config, probing
-from xcomps_utils.pages import params
 from xcomps_utils.pairs import tasks, xcomps
 from xcomps_utils.runs import cli, execute as methods, planner, store as S, sweep as SW
 
@@ -135,16 +134,6 @@ def test_bad_input_is_refused_with_the_column_or_method_named(lm, blimp):
         methods.run(lm, pd.concat([blimp, blimp]), "direct")
     with pytest.raises(TypeError, match="DataFrame"):
         methods.run(lm, list(blimp.good), "direct")
-
-
-def test_chapter_parameters_are_checked_by_name():
-    values = {"n": "abc", "langs": "en", "budget": "auto", "k": None}
-    params.check(values, budget="budget", k="int>=1|None")
-    with pytest.raises(params.ParameterError, match=r"parameter 'n' must be an integer >= 1 or "
-                                                     r"None, got 'abc' \(str\)"):
-        params.check(values, n="int>=1|None")
-    with pytest.raises(params.ParameterError, match="'langs' must be a non-empty list"):
-        params.check(values, langs="list[str]")
 
 
 # --- one planner: the run key is defined once, and stays what it was ---------------------------

@@ -56,7 +56,10 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
+import sys
 from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -67,7 +70,8 @@ __all__ = ["ClaimTest", "cluster_bootstrap", "bootstrap_means", "verdict", "eval
            "ALPHA", "VERDICTS", "correct", "permutation_test", "language_claim", "finish",
            "percentile_interval", "bootstrap_p", "decided_rows", "permutation_p", "SESOI",
            "equivalence_p", "MIN_BOOTSTRAP_UNITS", "testable", "verdict_label", "Family",
-           "FAMILIES", "declared_family", "family_table"]
+           "FAMILIES", "declared_family", "family_table", "read_verdicts", "verdict_counts",
+           "findings_markdown", "VERDICT_COLUMNS", "MODEL_PARAMETERS"]
 
 DEFAULT_N_BOOT = 2000
 #: fewer units than this and a bootstrap gives no verdict ("cannot be decided"): the percentile
@@ -886,43 +890,255 @@ def verdict_label(t: ClaimTest) -> str:
     return t.verdict.capitalize()
 
 
-def claims_markdown(tests: list[ClaimTest], digits: int = 2) -> str:
-    """The verdicts as a Markdown list: verdict, hypothesis and scope; the effect with its
-    interval (labelled: unadjusted and family-adjusted, or a description that is not a test)
-    and units; the unit, the null and the test; the family, its size and the corrected p; the
-    caveat; why an undecidable claim cannot be decided; and, for an inconclusive one, the size
-    that could decide it."""
-    lines = []
-    for t in tests:
-        scope = f" ({t.scope})" if t.scope else ""
-        effect = (f"{t.effect:.{digits}f}" if np.isfinite(t.effect)
-                  else "cannot be computed on this data")
-        line = (f"- **{verdict_label(t)}**{scope}: *{t.hypothesis}* — {t.measure}: "
-                f"{effect}{_interval_words(t, digits)}, {t.n_items} "
-                f"{t.unit}s. Null: {t.null_hypothesis}; {t.test}.")
-        if t.verdict == "cannot be decided":
-            line += f" Not a test: {t.reason}." if t.reason else ""
-        elif t.family:
-            line += (f" Family: {t.family} ({t.role}, {t.family_size} test"
-                     f"{'s' if t.family_size != 1 else ''} that can reach the level, Holm), "
-                     f"adjusted two-sided p {_p(t.p_adjusted)} (level {ALPHA}).")
+#: a hypothesis longer than this is shown without its closing parenthetical in a table's claim
+#: column (the whole of it is in the claim's details)
+SHORT_CLAIM = 90
+
+
+def _cell(text: str) -> str:
+    """Text for one Markdown table cell: one line, ``|`` escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _short(hypothesis: str) -> str:
+    """The hypothesis without a closing parenthetical remark when it is long."""
+    if len(hypothesis) > SHORT_CLAIM and hypothesis.endswith(")") and " (" in hypothesis:
+        return hypothesis[:hypothesis.rindex(" (")]
+    return hypothesis
+
+
+def _effect_cell(t: ClaimTest, digits: int) -> str:
+    """The effect and the interval the verdict reads: the family-adjusted one (*adj.*), else the
+    95% one, or a *description* (not a test) for a test that cannot be decided or whose
+    interval is not the test (languages fixed)."""
+    if not np.isfinite(t.effect):
+        return "cannot be computed"
+    effect = f"{t.effect:.{digits}f}"
+    if not (np.isfinite(t.ci_low) and np.isfinite(t.ci_high)):
+        return effect
+    iv = f"[{t.ci_low:.{digits}f}, {t.ci_high:.{digits}f}]"
+    if t.verdict == "cannot be decided":
+        return f"{effect} *description* {iv}"
+    if t.family_size > 1 and np.isfinite(t.adj_low):
+        return f"{effect} [{t.adj_low:.{digits}f}, {t.adj_high:.{digits}f}] *adj.*"
+    return f"{effect} *description* {iv}" if t.unit == "language" else f"{effect} {iv}"
+
+
+def _details(t: ClaimTest, digits: int) -> list[str]:
+    """Everything the table row leaves out, one sentence each: the claim and its measure with
+    both intervals (labelled), the null and the test, the family (role, size, Holm-adjusted p)
+    or the uncorrected p, equivalence, the caveat, why it cannot be decided, and the size that
+    would decide an inconclusive one."""
+    effect = (f"{t.effect:.{digits}f}" if np.isfinite(t.effect)
+              else "cannot be computed on this data")
+    whole = f" *{t.hypothesis}*;" if _short(t.hypothesis) != t.hypothesis else ""
+    out = [f"`{t.claim}`:{whole} {t.measure}: {effect}{_interval_words(t, digits)}, "
+           f"{t.n_items:,} {t.unit}s.", f"Null: {t.null_hypothesis}; {t.test}."]
+    if t.verdict == "cannot be decided":
+        out += [f"Not a test: {t.reason}."] if t.reason else []
+    elif t.family:
+        out.append(f"Family: {t.family} ({t.role}, {t.family_size} test"
+                   f"{'s' if t.family_size != 1 else ''} that can reach the level, Holm), "
+                   f"adjusted two-sided p {_p(t.p_adjusted)} (level {ALPHA}).")
+    else:
+        out.append(f"Uncorrected p {_p(min(t.p_supported, t.p_contradicted))}.")
+    if t.verdict == "equivalent":
+        out.append(f"The effect is shown within ±{t.margin:g} of {t.null:g} (two one-sided "
+                   f"tests, p {_p(t.p_equivalent)} uncorrected): no effect of the size that "
+                   f"matters.")
+    if t.caveat:
+        out.append(f"*Caveat:* {t.caveat}")
+    if t.verdict == "inconclusive":
+        if t.items_needed and t.sesoi:
+            out.append(f"Not decided at this size: about {t.items_needed:,} {t.unit}s would give "
+                       f"an 80% chance of deciding it (an effect of at least {t.sesoi:g}, the "
+                       f"smallest of interest, or equivalence within ±{t.sesoi:g}).")
         else:
-            line += f" Uncorrected p {_p(min(t.p_supported, t.p_contradicted))}."
-        if t.verdict == "equivalent":
-            line += (f" The effect is shown within ±{t.margin:g} of {t.null:g} (two one-sided "
-                     f"tests, p {_p(t.p_equivalent)} uncorrected): no effect of the size that "
-                     f"matters.")
-        if t.caveat:
-            line += f" *Caveat:* {t.caveat}"
-        if t.verdict == "inconclusive":
-            if t.items_needed and t.sesoi:
-                line += (f" Not decided at this size: about {t.items_needed:,} {t.unit}s would "
-                         f"give an 80% chance of deciding it (an effect of at least {t.sesoi:g}, "
-                         f"the smallest of interest, or equivalence within ±{t.sesoi:g}).")
-            else:
-                line += " Not decided at this size."
-        lines.append(line)
-    return "\n".join(lines)
+            out.append("Not decided at this size.")
+    return out
+
+
+#: the book's table cells do not wrap (``book/_assets/xcomps.css``); those of a verdict table do,
+#: so that it fits the text column: the table is framed by a ``<div>`` of this class
+_FRAME = ('<div class="xcomps-verdicts"><style>div.cell_output div.xcomps-verdicts table td '
+          '{white-space: normal} div.xcomps-verdicts td details {min-width: 14em}</style>')
+#: the header of :func:`claims_markdown`'s table and the line under it
+_HEADER = "| claim | verdict | effect [interval] | n | scope |\n| --- | --- | --- | --- | --- |"
+_LEGEND = ("*Effect [interval]*: the interval the verdict reads, 95% (*adj.*: at the level "
+           "Holm's correction gave the test in its family); *description*: an interval that is "
+           "not the test. Click a claim for its measure, null, test, family, adjusted p and "
+           "caveat.")
+
+
+def claims_markdown(tests: list[ClaimTest], digits: int = 2) -> str:
+    """The verdicts as one compact Markdown table, a row per test: the claim (its hypothesis,
+    short), the verdict (:func:`verdict_label`), the effect and the interval the verdict reads
+    (labelled *adj.* when adjusted for the family, *description* when it is not a test), the
+    number of units and the scope. Everything else is one click away, in an HTML ``<details>``
+    under the claim (:func:`_details`: the measure, the unadjusted 95% interval, the null and
+    the test, the family, its role and size and the Holm-adjusted p, equivalence, the caveat,
+    why an undecidable claim cannot be decided, the size that could decide an inconclusive
+    one). The table is framed by a ``<div>`` whose cells wrap (:data:`_FRAME`); a legend
+    follows it. No tests: ``""``.
+
+    When the environment variable ``XCOMPS_VERDICTS`` names a folder (the Makefile's chapter
+    rule sets it, with ``XCOMPS_CHAPTER``), the tests are also written there, for the findings
+    page (:func:`read_verdicts`): a row each in ``<folder>/<XCOMPS_CHAPTER>.csv``, which the
+    first call of a process overwrites and later calls append to.
+
+    Raises:
+        ValueError: ``XCOMPS_VERDICTS`` is set and ``XCOMPS_CHAPTER`` is not.
+    """
+    _record_verdicts(tests)
+    if not tests:
+        return ""
+    rows = [f"| {_claim_cell(t, digits)} | **{_cell(verdict_label(t))}** | "
+            f"{_effect_cell(t, digits)} | {t.n_items:,} {_cell(t.unit)}s | {_cell(t.scope)} |"
+            for t in tests]
+    return _framed([_HEADER, *rows]) + "\n\n" + _LEGEND
+
+
+def _framed(lines: list[str]) -> str:
+    """A Markdown table (its lines) inside the frame whose cells wrap."""
+    return "\n\n".join([_FRAME, "\n".join(lines), "</div>"])
+
+
+def _claim_cell(t: ClaimTest, digits: int) -> str:
+    """The hypothesis (short), and a click away everything else (:func:`_details`)."""
+    return (f"<details><summary>{_cell(_short(t.hypothesis))}</summary>"
+            f"{_cell('<br>'.join(_details(t, digits)))}</details>")
+
+
+# --- the verdicts of a build, for the findings page ---------------------------------------------
+
+#: the columns of a verdict file: :meth:`ClaimTest.as_dict`, the page that printed the test and
+#: the model it tested
+VERDICT_COLUMNS = [*(f.name for f in fields(ClaimTest) if f.name != "reps"), "half_width",
+                   "page", "model"]
+#: the parameters a chapter names its models with (read from the page's namespace)
+MODEL_PARAMETERS = ("model", "models", "compare_model", "methods_model")
+#: the verdict files this process has begun (the first call overwrites, later calls append)
+_STARTED: set[str] = set()
+
+
+def _model_of(t: ClaimTest, page: dict) -> str:
+    """The model a test is about: the longest of the page's model parameters that its scope or
+    family names (a second model, one of several), else the page's ``model``, else ``""``."""
+    names = []
+    for key in MODEL_PARAMETERS:
+        value = page.get(key)
+        names += [value] if isinstance(value, str) else (
+            [v for v in value if isinstance(v, str)] if isinstance(value, (list, tuple)) else [])
+    named = [n for n in names if n and n in f"{t.scope} {t.family}"]
+    if named:
+        return max(named, key=len)
+    return page["model"] if isinstance(page.get("model"), str) else ""
+
+
+def _record_verdicts(tests: list[ClaimTest]) -> None:
+    """Write ``tests`` to ``$XCOMPS_VERDICTS/$XCOMPS_CHAPTER.csv`` (nothing when
+    ``XCOMPS_VERDICTS`` is unset): the first call of this process overwrites the file (an empty
+    list still makes it, so the findings page knows the page ran), later calls append. The
+    model of each test is read from the page's parameters (the notebook's namespace, the
+    ``__main__`` module in a kernel; :data:`MODEL_PARAMETERS`)."""
+    folder = os.environ.get("XCOMPS_VERDICTS")
+    if not folder:
+        return
+    page = os.environ.get("XCOMPS_CHAPTER")
+    if not page:
+        raise ValueError("XCOMPS_VERDICTS is set but XCOMPS_CHAPTER is not: set both (the page's "
+                         "name, as the Makefile's chapter rule does) or unset XCOMPS_VERDICTS")
+    path = Path(folder) / f"{page}.csv"
+    namespace = vars(sys.modules["__main__"]) if "__main__" in sys.modules else {}
+    rows = pd.DataFrame([{**t.as_dict(), "page": page, "model": _model_of(t, namespace)}
+                         for t in tests], columns=VERDICT_COLUMNS)
+    first = str(path.resolve()) not in _STARTED
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows.to_csv(path, mode="w" if first else "a", header=first, index=False)
+    _STARTED.add(str(path.resolve()))
+
+
+def _pages_with_claims() -> list[str]:
+    """The chapters that print verdicts, in the order :data:`FAMILIES` declares them."""
+    return list(dict.fromkeys(f.chapter for f in FAMILIES.values()))
+
+
+def read_verdicts(folder) -> tuple[pd.DataFrame, list[str]]:
+    """The verdicts the chapters of a build printed (``<folder>/<page>.csv``, written by
+    :func:`claims_markdown`), and the chapters that print verdicts (:data:`FAMILIES`) whose file
+    is missing.
+
+    Returns:
+        ``(rows, missing)``: one row per test (:data:`VERDICT_COLUMNS`; the pages in the order
+        :data:`FAMILIES` declares them, then any other, each page's rows as printed); the missing
+        pages in that order. A folder that does not exist: no rows, every page missing.
+
+    Raises:
+        ValueError: a file whose columns are not :data:`VERDICT_COLUMNS` (named, with what to
+            do).
+    """
+    folder = Path(folder)
+    files = {p.stem: p for p in sorted(folder.glob("*.csv"))} if folder.is_dir() else {}
+    order = _pages_with_claims()
+    pages = [p for p in order if p in files] + [p for p in files if p not in order]
+    frames = []
+    for page in pages:
+        df = pd.read_csv(files[page])
+        if list(df.columns) != VERDICT_COLUMNS:
+            raise ValueError(f"{files[page]}: its columns are not those of a verdict file "
+                             f"(claims.VERDICT_COLUMNS): execute the chapter {page!r} again "
+                             f"(make {files[page].parent.parent}/{page}.ipynb)")
+        frames.append(df)
+    rows = (pd.concat(frames, ignore_index=True) if frames
+            else pd.DataFrame(columns=VERDICT_COLUMNS))
+    for col in ("claim", "hypothesis", "measure", "verdict", "unit", "scope", "family", "role",
+                "caveat", "reason", "page", "model", "source", "null_hypothesis", "test"):
+        rows[col] = rows[col].fillna("").astype(str)
+    return rows, [p for p in order if p not in files]
+
+
+def _from_row(row: pd.Series) -> ClaimTest:
+    """A :class:`ClaimTest` from a row of :func:`read_verdicts` (no replicates)."""
+    kw = {f.name: row[f.name] for f in fields(ClaimTest) if f.name != "reps"}
+    for name in ("items_needed", "sesoi", "margin"):
+        kw[name] = None if pd.isna(kw[name]) else kw[name]
+    for name in ("direction", "n_items", "n_obs", "family_size"):
+        kw[name] = int(kw[name])
+    return ClaimTest(**kw)
+
+
+def verdict_counts(rows: pd.DataFrame) -> pd.DataFrame:
+    """How many tests of each verdict, per role and model: index ``(role, model)``
+    (confirmatory first, then exploratory; a model the pages did not name is
+    ``"(not named)"``), columns :data:`VERDICTS` then ``total``; a row per pair that has tests."""
+    df = rows.assign(model=rows["model"].replace("", "(not named)"),
+                     role=pd.Categorical(rows["role"], ["confirmatory", "exploratory"]),
+                     verdict=pd.Categorical(rows["verdict"], VERDICTS))
+    counts = (df.groupby(["model", "role", "verdict"], observed=False).size()
+              .unstack("verdict").reindex(columns=list(VERDICTS), fill_value=0))
+    counts = counts[counts.sum(axis=1) > 0].assign(total=lambda c: c.sum(axis=1))
+    counts.columns.name = None
+    return counts.swaplevel().sort_index(level="role", sort_remaining=False).astype(int)
+
+
+def findings_markdown(rows: pd.DataFrame, digits: int = 2) -> str:
+    """The rows of :func:`read_verdicts` as one Markdown table, a row per test: a link to the
+    page that tests it (``{doc}`` to ``/executed/<page>``, as ``book/_toc.yml`` names it), the
+    claim (its hypothesis, short; its details a click away), the model, the verdict, the effect
+    and the interval the verdict reads, the number of units and the scope (as
+    :func:`claims_markdown` prints them). No rows: ``""``."""
+    if rows.empty:
+        return ""
+    lines = ["| page | claim | model | verdict | effect [interval] | n | scope |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    for _, row in rows.iterrows():
+        t = _from_row(row)
+        page = row["page"]
+        lines.append(f"| {{doc}}`{page.replace('_', ' ')} </executed/{page}>` | "
+                     f"{_claim_cell(t, digits)} | {_cell(row['model'])} | "
+                     f"**{_cell(verdict_label(t))}** | {_effect_cell(t, digits)} | "
+                     f"{t.n_items:,} {_cell(t.unit)}s | {_cell(t.scope)} |")
+    return _framed(lines)
 
 
 # --- accuracy helpers -------------------------------------------------------------------------

@@ -108,13 +108,13 @@ _NOTICE = {
                "six languages for this book. Its numbers are **not comparable with the paper's**. "
                "To use the real data run the chapters with `-p source upstream` (needs internet "
                "once; each file is checked against its pinned git blob id) and, for all 17 "
-               "languages, `-p languages '[\"ar\", \"ca\", ...]'`.\n:::",
+               "languages, `-y '{languages: [ar, ca, ...]}'`.\n:::",
 }
 
 
 def xcomps_languages(source: str) -> tuple[list[str], str]:
     """The XCOMPS languages a source has, and the words for a message (for
-    :func:`xcomps_utils.pages.params.check_choice` of a chapter's ``languages``)."""
+    the check of a chapter's ``languages`` in :mod:`xcomps_utils.pages.params`)."""
     from ..pairs.xcomps import SAMPLE_LANGUAGES, XCOMPS_LANGUAGES
 
     langs = SAMPLE_LANGUAGES if source == "sample" else ["en", *XCOMPS_LANGUAGES]
@@ -123,7 +123,7 @@ def xcomps_languages(source: str) -> tuple[list[str], str]:
 
 def wording_ids(task: str) -> tuple[list[str], str]:
     """The ids of the token-level perplexity wordings of a task's family, and the words for a
-    message (for :func:`xcomps_utils.pages.params.check_choice` of a chapter's ``wording``).
+    message (for the check of a chapter's ``wording`` in :mod:`xcomps_utils.pages.params`).
 
     Raises:
         DataError: an unknown task (as :func:`xcomps_utils.pairs.tasks.get`).

@@ -1,149 +1,581 @@
-"""Checking a chapter's parameters on entry, so a wrong value fails with the parameter's name.
+"""Each chapter's parameters, declared once, and the one check a chapter runs on entry.
 
-papermill passes ``-p n_pairs abc`` as the string ``"abc"``; without a check it would fail deep
-inside a sampler with an error that names no parameter.
+A chapter's parameters are a pydantic model in :data:`CHAPTERS`: each field's type (pydantic's
+own: ``Annotated[int, Field(ge=1)] | None``, ``Literal[...]``), default, what it does
+(``description``) and its values at the Makefile's sizes (``publish``, ``smoke``: where they
+differ from the default). Everything else is derived from that declaration:
 
-A kind that names a declaration of :mod:`xcomps_utils.methods.config` (``"dtype"``, ``"source"``,
-``"bos_policy"``) takes its allowed values from there, so a chapter never types a list the
-package declares.
+* :func:`check`, the chapter's first call (``params.check(globals(), "direct_scoring")``),
+  validates every declared parameter, refuses a name papermill injected that no field declares
+  (``-p n_pair 5``), and checks the values only known once data is read (a task name, a wording of
+  the task's family, an XCOMPS language of the source, a pair index in range), each failure one
+  :class:`ParameterError` of one line;
+* :func:`table`, the chapter's visible parameter table (name, value, what it does, publish value)
+  under a sentence saying at which sizes the page runs.
+
+A chapter's ``parameters`` cell repeats the defaults as literals (for the reader, for papermill,
+which injects its values after that cell); ``tests/test_params.py`` holds the cell, the Makefile's
+``SMOKE_<chapter>``/``PUBLISH_<chapter>`` arguments and the commands the pages print to this
+declaration.
 """
 
-from __future__ import annotations
+import ast
+import copy
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
 
-import functools
-from typing import Annotated, Literal
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StringConstraints,
+                      ValidationError, model_validator)
 
-from annotated_types import Ge, MinLen
-from pydantic import Strict, StringConstraints, TypeAdapter, ValidationError
-
+from ..errors import XcompsError, did_you_mean
 from ..methods.config import DTYPES, SOURCES, bos_policies
 
-__all__ = ["ParameterError", "check", "check_range", "check_choice"]
+__all__ = ["ParameterError", "Chapter", "CHAPTERS", "param", "declaration", "sizes", "check",
+           "table", "ParameterTable"]
 
 
-class ParameterError(ValueError):
-    """A chapter parameter has a value of the wrong kind; the message names it."""
+class ParameterError(XcompsError, ValueError):
+    """A chapter parameter is wrong; the one-line message names the chapter, the parameter, what
+    is allowed and what was given (and a did-you-mean where one is close)::
+
+        direct_scoring: parameter 'n_pairs' must be an integer >= 1 or None, got 'abc' (str)
+    """
 
 
-def _declared() -> dict[str, tuple[str, ...]]:
-    """The kinds whose values :mod:`xcomps_utils.methods.config` declares."""
-    return {"dtype": DTYPES, "source": SOURCES, "bos_policy": bos_policies()}
+class _Bad(ValueError):
+    """Raised inside a validator: what is allowed, in words, and a hint (``name``: the field,
+    for a check across fields)."""
+
+    def __init__(self, allowed: str, hint: str = "", name: str | None = None):
+        self.allowed, self.hint, self.name = allowed, hint, name
+        super().__init__(allowed)
 
 
-def _choices(kind: str) -> tuple[str, ...] | None:
-    if kind.startswith("choice:"):
-        return tuple(kind[7:].split(","))
-    return _declared().get(kind)
+# --- the types a chapter's parameters take (pydantic's own) ---------------------------------------
 
+def _task(name: str) -> str:
+    from ..pairs import data, tasks
 
-@functools.lru_cache(maxsize=None)
-def _adapter(kind: str) -> TypeAdapter:
-    """The declared (pydantic, strict) type of a parameter kind."""
-    text = Annotated[str, StringConstraints(min_length=1)]
-    if kind.startswith("int>="):
-        return TypeAdapter(Annotated[int, Strict(), Ge(int(kind[5:]))])
-    if _choices(kind) is not None:
-        return TypeAdapter(Literal[_choices(kind)])
-    types = {"None": None, "int": Annotated[int, Strict()], "str": Annotated[text, Strict()],
-             "bool": Annotated[bool, Strict()],
-             "list[str]": Annotated[list[Annotated[text, Strict()]] | tuple[Annotated[
-                 text, Strict()], ...], MinLen(1)],
-             "budget": Literal["auto"] | None | Annotated[int, Strict(), Ge(1)],
-             "device": Annotated[str, Strict(), StringConstraints(
-                 pattern=r"^(auto|cpu|mps|cuda(:\d+)?)$")]}
-    if kind not in types:
-        raise ValueError(f"unknown parameter kind {kind!r}")
-    return TypeAdapter(types[kind])
-
-
-def _ok(value, kind: str) -> bool:
     try:
-        _adapter(kind).validate_python(value, strict=True)
-    except ValidationError:
-        return False
-    return True
+        tasks.get(name)
+    except data.DataError as err:
+        raise _Bad("a task name (`xcomps-study tasks` lists them)", str(err)) from None
+    return name
 
 
-_WORDS = {"None": "None", "str": "a non-empty string", "bool": "True or False",
-          "list[str]": "a non-empty list of strings, e.g. ['en', 'de']",
-          "budget": "'auto', None or an integer >= 1", "int": "an integer",
-          "device": "a device: 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'"}
+def _tasks(names: list[str]) -> list[str]:
+    for name in names:
+        try:
+            _task(name)
+        except _Bad as err:
+            raise _Bad("a non-empty list of task names (`xcomps-study tasks` lists them)",
+                       err.hint) from None
+    return names
 
 
-def _describe(kind: str) -> str:
-    if kind.startswith("int>="):
-        return f"an integer >= {kind[5:]}"
-    if _choices(kind) is not None:
-        return "one of " + ", ".join(repr(c) for c in _choices(kind))
-    return _WORDS[kind]
+Text = Annotated[str, StringConstraints(min_length=1)]
+Names = Annotated[list[Text], Field(min_length=1)]
+Task = Annotated[Text, AfterValidator(_task)]
+Tasks = Annotated[Names, AfterValidator(_tasks)]
+Seed = Annotated[int, Field(ge=0, le=2**31 - 1)]
+Budget = Literal["auto"] | Annotated[int, Field(ge=1)] | None
+Device = Literal["auto", "cpu", "mps", "cuda"] | Annotated[str, Field(pattern=r"^cuda:\d+$",
+                                                                       examples=["cuda:1"])]
+Dtype = Literal[DTYPES]
+Source = Literal[SOURCES]
+BosPolicy = Literal[bos_policies()]
 
 
-def check(values: dict, **kinds: str) -> None:
-    """Check parameters against their kinds.
+def _at_least(low: int):
+    return Annotated[int, Field(ge=low)]
 
-    Each kind is a declared (pydantic, strict) type. Kinds: ``"int"``, ``"int>=N"``, ``"str"``,
-    ``"bool"``, ``"list[str]"``, ``"budget"`` (a token budget), ``"device"`` (``auto``, ``cpu``,
-    ``cuda``, ``cuda:N``, ``mps``), ``"choice:a,b"`` (a chapter's own
-    choices), ``"dtype"``, ``"source"`` and ``"bos_policy"`` (the values :mod:`xcomps_utils.methods.config`
-    declares); alternatives joined by ``|`` (``"int>=1|None"``).
 
-    A single string given for ``"list[str]"`` (papermill's ``-p languages en``) is an error
-    that shows the list form (``-y '{languages: [en]}'``), so no chapter iterates its letters.
+_SAME = object()
+
+
+def param(default, what: str, *, publish=_SAME, smoke=_SAME):
+    """A parameter's declaration: its default, what it does (the table's words), and its values
+    at ``make publish`` and ``make smoke`` where they differ from the default."""
+    extra = {k: v for k, v in (("publish", publish), ("smoke", smoke)) if v is not _SAME}
+    return Field(default, description=what, json_schema_extra=extra or None)
+
+
+MODEL = "the model: an embedded name, a local folder or a Hugging Face id"
+DEVICE = "where it runs: 'auto' is CUDA if available, else CPU"
+DTYPE = "precision: 'auto' is bfloat16 on CUDA, float32 on CPU"
+BUDGET = "tokens per forward pass: 'auto' from the device's free memory"
+STORE = "the results store: a run it holds is read, not recomputed"
+N_BOOT = "bootstrap replicates of every interval"
+SEED = "seed of the samples drawn (and of Neuro's folds where it runs)"
+SMOL, GEMMA = "smollm2-135m-instruct", "gemma-3-270m"
+SEVEN = ["en", "de", "fr", "zh", "vi", "tr", "hu"]
+
+
+class Chapter(BaseModel):
+    """A chapter's parameters (strict: papermill's ``-p n 5`` is an int, ``-p n abc`` a string
+    that no integer field accepts)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+class _XcompsLanguages(Chapter):
+    """``languages`` out of those the XCOMPS ``source`` has."""
+
+    @model_validator(mode="after")
+    def _languages_of_source(self):
+        from .chapters import xcomps_languages
+
+        allowed, where = xcomps_languages(self.source)
+        unknown = [x for x in self.languages if x not in allowed]
+        if unknown:
+            close = did_you_mean(unknown[0], allowed)
+            raise _Bad(f"a list of {', '.join(map(repr, allowed))} ({where})",
+                       f"{unknown[0]!r} is not one of them" + (f"; {close}" if close else ""),
+                       "languages")
+        return self
+
+
+# --- the chapters ----------------------------------------------------------------------------------
+
+class DirectScoring(Chapter):
+    """``notebooks/direct_scoring.md``."""
+
+    model: Text = param(SMOL, MODEL)
+    tasks: Tasks = param(["blimp_anaphor", "blimp_animacy", "crows_pairs", "dust"],
+                         "the tasks scored (`xcomps-study tasks` lists them)")
+    n_pairs: _at_least(1) | None = param(150, "pairs per task, a seeded sample (None: all)",
+                                         publish=1000, smoke=6)
+    token_budget: Budget = param("auto", BUDGET)
+    device: Device = param("auto", DEVICE)
+    dtype: Dtype = param("auto", DTYPE)
+    seed: Seed = param(0, SEED)
+    bos_policy: BosPolicy = param("bos", "first-token convention (the next chapter compares them)")
+    compare_model: Text | None = param(GEMMA, "a second model on the BLiMP pairs (None: skip)",
+                                       smoke=SMOL)
+    store: Text = param("results", STORE)
+
+
+class FirstToken(Chapter):
+    """``notebooks/first_token.md``."""
+
+    model: Text = param(SMOL, MODEL)
+    convention_task: Task = param("blimp_anaphor", "the task scored under the three conventions")
+    convention_pairs: _at_least(1) = param(300, "pairs scored under each convention",
+                                           publish=1000, smoke=12)
+    token_budget: Budget = param("auto", BUDGET)
+    device: Device = param("auto", DEVICE)
+    dtype: Dtype = param("auto", DTYPE)
+    seed: Seed = param(0, SEED)
+    store: Text = param("results", STORE)
+
+
+class TokenPerplexityMethod(Chapter):
+    """``notebooks/token_perplexity_method.md``."""
+
+    model: Text = param(SMOL, MODEL)
+    task: Task = param("blimp_anaphor", "the task the pair comes from")
+    pair_index: _at_least(0) = param(0, "which pair of the task file (0: the first)")
+    wording: Text = param("grammatical", "the prompts' wording, one of the task family's")
+    order: Literal["good_first", "bad_first"] = param("good_first",
+                                                      "which label comes first in the prompt")
+    store: Text = param("results", STORE)
+
+    @model_validator(mode="after")
+    def _in_data(self):
+        from ..pairs import tasks
+        from .chapters import wording_ids
+
+        allowed, where = wording_ids(self.task)
+        if self.wording not in allowed:
+            close = did_you_mean(self.wording, allowed)
+            raise _Bad(f"one of {', '.join(map(repr, allowed))} ({where})", close, "wording")
+        n = len(tasks.load(self.task))
+        if self.pair_index >= n:
+            raise _Bad(f"an integer from 0 to {n - 1} (the task {self.task!r} has {n:,} pairs)",
+                       name="pair_index")
+        return self
+
+
+class TokenPerplexityResults(Chapter):
+    """``notebooks/token_perplexity_results.md``."""
+
+    model: Text = param(SMOL, MODEL)
+    tasks: Tasks = param(["blimp_anaphor", "blimp_animacy", "dust", "crows_pairs", "nonsense"],
+                         "the tasks (`xcomps-study tasks` lists them)")
+    items_per_task: _at_least(1) | None = param(20, "items per task (None: every selected item, "
+                                                    "the paper's size)", publish=200, smoke=2)
+    wordings: Literal["all"] | Names = param(
+        "all", "the prompt wordings kept ('all', or a list of wording ids)",
+        smoke=["grammatical", "specified", "stereotypical", "invented"])
+    seed: Seed = param(0, SEED)
+    token_budget: Budget = param("auto", BUDGET)
+    device: Device = param("auto", DEVICE)
+    dtype: Dtype = param("auto", DTYPE)
+    n_boot: _at_least(1) = param(2000, N_BOOT, smoke=200)
+    store: Text = param("results", STORE)
+
+
+class XcompsDataset(_XcompsLanguages):
+    """``notebooks/xcomps_dataset.md``."""
+
+    source: Source = param("sample", "'sample' (offline, the project's own) or 'upstream' "
+                                     "(the real XCOMPS files)")
+    languages: Names = param(SEVEN, "the languages shown", smoke=["en", "de"])
+
+
+SOURCE = "'sample' (offline, the project's own) or 'upstream' (the real XCOMPS files)"
+ITEMS = "concept-property items per language (x 4 negative types), of 30 (None: all)"
+
+
+class XcompsResults(_XcompsLanguages):
+    """``notebooks/xcomps_results.md``."""
+
+    model: Text = param(GEMMA, MODEL, smoke=SMOL)
+    compare_model: Text | None = param(SMOL, "a second model for Direct, side by side "
+                                             "(None: skip)")
+    source: Source = param("sample", SOURCE)
+    languages: Names = param(SEVEN, "the XCOMPS languages scored", smoke=["en", "de"])
+    items_per_language: _at_least(1) | None = param(24, ITEMS, publish=None, smoke=5)
+    methods: Annotated[list[Literal["meta", "direct", "neuro"]], Field(min_length=1)] = param(
+        ["meta", "direct", "neuro"], "the methods run")
+    use_chat_template: bool = param(False, "Meta's prompt through the tokenizer's chat template")
+    device: Device = param("auto", DEVICE)
+    dtype: Dtype = param("auto", DTYPE)
+    token_budget: Budget = param("auto", BUDGET)
+    n_boot: _at_least(1) = param(2000, N_BOOT, smoke=200)
+    seed: Seed = param(0, SEED)
+    store: Text = param("results", STORE)
+
+
+class XcompsTokenLevel(_XcompsLanguages):
+    """``notebooks/xcomps_token_level.md``."""
+
+    model: Text = param(GEMMA, MODEL, smoke=SMOL)
+    compare_model: Text | None = param(SMOL, "a second model for the concept-prior share "
+                                             "(None: skip)")
+    source: Source = param("sample", SOURCE)
+    languages: Names = param(SEVEN, "the XCOMPS languages scored", smoke=["en", "de"])
+    items_per_language: _at_least(1) | None = param(24, ITEMS, publish=None, smoke=5)
+    device: Device = param("auto", DEVICE)
+    dtype: Dtype = param("auto", DTYPE)
+    token_budget: Budget = param("auto", BUDGET)
+    n_boot: _at_least(100) = param(1000, N_BOOT, publish=2000, smoke=200)
+    seed: Seed = param(0, SEED)
+    store: Text = param("results", STORE)
+
+
+class XcompsTokenLevelAgreement(_XcompsLanguages):
+    """``notebooks/xcomps_token_level_agreement.md``."""
+
+    model: Text = param(GEMMA, MODEL, smoke=SMOL)
+    source: Source = param("sample", SOURCE)
+    languages: Names = param(SEVEN, "the XCOMPS languages compared", smoke=["en", "de"])
+    items_per_language: _at_least(1) | None = param(24, ITEMS, publish=None, smoke=5)
+    device: Device = param("auto", DEVICE)
+    dtype: Dtype = param("auto", DTYPE)
+    token_budget: Budget = param("auto", BUDGET)
+    n_boot: _at_least(100) = param(1000, N_BOOT, publish=2000, smoke=200)
+    seed: Seed = param(0, SEED)
+    store: Text = param("results", STORE)
+
+
+class BmlamaLanguages(Chapter):
+    """``notebooks/bmlama_languages.md``."""
+
+    models: Names = param([GEMMA, SMOL], "the models (Direct on both benchmarks)", smoke=[SMOL])
+    languages17: Names | None = param(None, "BMLAMA-17 languages (None: all 17)",
+                                      smoke=["en", "fr", "vi", "zh", "ja"])
+    languages53: Names | None = param(None, "BMLAMA-53 languages (None: all 53)",
+                                      smoke=["en", "de", "fr", "vi", "zh"])
+    facts17: _at_least(2) = param(10, "facts a language on BMLAMA-17 (9 pairs a fact, the same "
+                                      "facts in every language)", publish=70, smoke=2)
+    facts53: _at_least(2) = param(5, "facts a language on BMLAMA-53", publish=70, smoke=2)
+    methods_model: Text | None = param(GEMMA, "Meta and Neuro on BMLAMA-17 with this model "
+                                              "(None: Direct only)", smoke=SMOL)
+    reduction: Literal["mean", "sum"] = param("mean", "Direct's ranking: 'mean' per token (the "
+                                                      "BMLAMA authors') or 'sum' (the project's)")
+    value: Literal["pairwise_beyond", "beyond"] = param(
+        "pairwise_beyond", "what the claims read: pairwise or top-1 accuracy beyond the control")
+    n_boot: _at_least(1) = param(2000, N_BOOT, smoke=200)
+    n_perm: _at_least(1) = param(9999, "permutations of every language-level test", smoke=999)
+    seed: Seed = param(0, SEED)
+    device: Device = param("auto", DEVICE)
+    dtype: Dtype = param("auto", DTYPE)
+    store: Text = param("results", STORE)
+
+
+class GrammarAcrossLanguages(Chapter):
+    """``notebooks/grammar_across_languages.md``."""
+
+    models: Names = param([GEMMA, SMOL], "the models")
+    clams_languages: Names = param(["en", "de", "fr", "he", "ru"], "CLAMS languages",
+                                   smoke=["en", "he"])
+    constructions: Names = param(
+        ["simple_agrmt", "prep_anim", "obj_rel_across_anim"], "CLAMS constructions",
+        smoke=["simple_agrmt", "prep_anim"],
+        publish=["simple_agrmt", "vp_coord", "long_vp_coord", "prep_anim", "subj_rel",
+                 "obj_rel_across_anim", "obj_rel_within_anim"])
+    turblimp: Names = param(
+        ["binding", "subject_verb_agreement"], "TurBLiMP phenomena", smoke=["binding"],
+        publish=["anaphor_agreement", "argument_structure_transitive", "binding", "determiners",
+                 "subject_verb_agreement", "suspended_affixation"])
+    sling: Names = param(["zai_le", "cl_simple_noun"], "SLING paradigms", smoke=["zai_le"],
+                         publish=["zai_le", "cl_simple_noun", "self_male", "any",
+                                  "rc_resumptive_noun", "bare_wh"])
+    blimp: Names = param(["regular_plural_subject_verb_agreement_1"], "BLiMP phenomena",
+                         publish=["regular_plural_subject_verb_agreement_1",
+                                  "distractor_agreement_relative_clause"])
+    rublimp: Names = param(
+        ["noun_subj_predicate_agreement_number", "adposition_government", "np_agreement_case"],
+        "RuBLiMP phenomena", smoke=["np_agreement_case"],
+        publish=["noun_subj_predicate_agreement_number",
+                 "subj_predicate_agreement_number_attractor", "adposition_government",
+                 "np_agreement_case", "anaphor_agreement_gender", "negative_concord"])
+    multiblimp: Names = param(["eng", "ell", "nld", "tur"], "MultiBLiMP languages",
+                              smoke=["eng", "ell"])
+    items_per_task: _at_least(1) | None = param(20, "pairs per task, each its own item "
+                                                    "(None: all)", publish=200, smoke=2)
+    xcomps_items: _at_least(1) | None = param(2, "XCOMPS sample items per language (x 4 negative "
+                                                 "types; None: all 30)", publish=None)
+    neuro_model: Text | None = param(GEMMA, "Neuro's model (None: no Neuro)")
+    neuro_pairs_per_language: _at_least(4) | None = param(12, "pairs probed per language "
+                                                              "(None: all)", publish=200, smoke=6)
+    neuro_splits: _at_least(2) = param(3, "Neuro's outer folds (inner: 2)", publish=5)
+    neuro_languages: Names = param(["en", "zh"], "Neuro's languages", smoke=["en", "he"])
+    xcomps_languages: Names = param(["en", "de", "fr", "zh", "tr"], "the XCOMPS sample's "
+                                    "languages set beside these tasks", smoke=["en", "de", "zh"])
+    n_boot: _at_least(100) = param(1000, N_BOOT, publish=2000, smoke=200)
+    seed: Seed = param(0, SEED)
+    device: Device = param("auto", DEVICE)
+    dtype: Dtype = param("auto", DTYPE)
+    store: Text = param("results", STORE)
+
+
+class Findings(Chapter):
+    """``notebooks/findings.md``."""
+
+    verdicts: Text | None = param(None, "the folder of the verdicts the chapters wrote (None: "
+                                        "`$XCOMPS_VERDICTS`, else book/executed/verdicts)")
+
+
+class Reproducibility(Chapter):
+    """``notebooks/reproducibility.md``: no parameters."""
+
+
+#: Every chapter's parameters, by the name of its notebook (``notebooks/<name>.md``).
+CHAPTERS: dict[str, type[Chapter]] = {
+    "bmlama_languages": BmlamaLanguages, "direct_scoring": DirectScoring,
+    "findings": Findings, "first_token": FirstToken,
+    "grammar_across_languages": GrammarAcrossLanguages,
+    "reproducibility": Reproducibility, "token_perplexity_method": TokenPerplexityMethod,
+    "token_perplexity_results": TokenPerplexityResults, "xcomps_dataset": XcompsDataset,
+    "xcomps_results": XcompsResults, "xcomps_token_level": XcompsTokenLevel,
+    "xcomps_token_level_agreement": XcompsTokenLevelAgreement,
+}
+
+#: Where a page writes its runs, not what it computes: left out when sizes are compared.
+_NOT_A_SIZE = ("store",)
+
+
+def declaration(chapter: str) -> type[Chapter]:
+    """The parameter model of ``chapter`` (a notebook's name).
+
+    Raises:
+        KeyError: no chapter has that name (with a did-you-mean).
+    """
+    if chapter not in CHAPTERS:
+        close = did_you_mean(chapter, CHAPTERS)
+        raise KeyError(f"no chapter {chapter!r} declares parameters; the chapters: "
+                       f"{', '.join(CHAPTERS)}" + (f"; {close}" if close else ""))
+    return CHAPTERS[chapter]
+
+
+def sizes(chapter: str, which: str = "default") -> dict[str, Any]:
+    """A chapter's declared parameter values at ``which`` size: ``"default"`` (``make book``,
+    the parameters cell), ``"publish"`` (``make publish``) or ``"smoke"`` (``make smoke``)."""
+    if which not in ("default", "publish", "smoke"):
+        raise ValueError(f"which must be 'default', 'publish' or 'smoke', got {which!r}")
+    out = {}
+    for name, field in declaration(chapter).model_fields.items():
+        extra = field.json_schema_extra or {}
+        out[name] = copy.deepcopy(extra.get(which, field.default))
+    return out
+
+
+# --- the one check ---------------------------------------------------------------------------------
+
+def _words(schema: dict) -> str:
+    """What a JSON schema (of a field or a part of one) allows, in words."""
+    if "anyOf" in schema:
+        return " or ".join(_words(s) for s in schema["anyOf"])
+    if "const" in schema:
+        return repr(schema["const"])
+    if "enum" in schema:
+        return "one of " + ", ".join(map(repr, schema["enum"]))
+    kind = schema.get("type")
+    if kind == "integer":
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if low is not None and high is not None:
+            return f"an integer from {low} to {high}"
+        return "an integer" + (f" >= {low}" if low is not None else "")
+    if kind == "string":
+        if "examples" in schema:
+            return f"a string like {schema['examples'][0]!r}"
+        return "a non-empty string" if schema.get("minLength") else "a string"
+    if kind == "array":
+        items = _words(schema.get("items", {}))
+        items = " of strings" if items.endswith("string") else f", each {items}"
+        return f"{'a non-empty' if schema.get('minItems') else 'a'} list{items}"
+    return {"null": "None", "boolean": "True or False"}.get(kind, "a value")
+
+
+def _show(value) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _value_error(chapter: str, model: type[Chapter], values: dict,
+                 err: ValidationError) -> ParameterError:
+    first = err.errors()[0]
+    cause = (first.get("ctx") or {}).get("error")
+    name = (cause.name if isinstance(cause, _Bad) and cause.name else first["loc"][0])
+    if isinstance(cause, _Bad):
+        allowed, hint = cause.allowed, cause.hint
+    else:
+        allowed = _words(model.model_json_schema()["properties"][name])
+        hint = (f"pass a list: -y '{{{name}: [{values[name]}]}}'"
+                if isinstance(values[name], str) and "list" in allowed else "")
+    return ParameterError(f"{chapter}: parameter {name!r} must be {allowed}, got "
+                          f"{_show(values[name])}" + (f"; {hint}" if hint else ""))
+
+
+def _injected(values: dict) -> list[str]:
+    """The names papermill injected: the assignments of the kernel's input cells that start
+    with papermill's ``# Parameters`` comment (IPython keeps the inputs in ``In``)."""
+    names = []
+    for source in values.get("In") or []:
+        if isinstance(source, str) and source.startswith("# Parameters\n"):
+            try:
+                tree = ast.parse(source)
+            except SyntaxError:
+                continue
+            names += [t.id for node in tree.body if isinstance(node, ast.Assign)
+                      for t in node.targets if isinstance(t, ast.Name)]
+    return names
+
+
+def check(values: dict, chapter: str) -> None:
+    """Check a chapter's parameters against its declaration in :data:`CHAPTERS`, once, on entry.
+
+    Every declared parameter is checked (its type, and the values only known once data is read:
+    task names, a wording of the task's family, XCOMPS languages of the source, a pair index in
+    range); a name papermill injected (``-p``, ``-y``) that the chapter does not declare is an
+    error too, with a did-you-mean.
 
     Args:
         values: where the parameters live (a chapter passes ``globals()``).
+        chapter: the chapter's name (its notebook, ``notebooks/<chapter>.md``).
 
     Raises:
-        ParameterError: the first parameter whose value is of none of its kinds, e.g.
-            ``parameter 'n_pairs' must be an integer >= 1 or None, got 'abc' (str)``.
+        ParameterError: the first wrong parameter, in one line, e.g.
+            ``direct_scoring: parameter 'n_pairs' must be an integer >= 1 or None, got 'abc'
+            (str)``; ``direct_scoring: parameter 'n_pair' is not declared (the chapter's
+            parameters: model, tasks, n_pairs, ...); did you mean 'n_pairs'?``
     """
-    for name, kind in kinds.items():
+    model = declaration(chapter)
+    fields = list(model.model_fields)
+    for name in _injected(values):
+        if name not in model.model_fields:
+            close = did_you_mean(name, fields)
+            raise ParameterError(f"{chapter}: parameter {name!r} is not declared (the chapter's "
+                                 f"parameters: {', '.join(fields) or 'none'})"
+                                 + (f"; {close}" if close else ""))
+    for name in fields:
         if name not in values:
-            raise ParameterError(f"parameter {name!r} is not set")
-        value = values[name]
-        alternatives = kind.split("|")
-        if not any(_ok(value, k) for k in alternatives):
-            hint = (f"; pass a list: -y '{{{name}: [{value}]}}'" if isinstance(value, str)
-                    and "list[str]" in alternatives else "")
-            raise ParameterError(f"parameter {name!r} must be "
-                                 f"{' or '.join(_describe(k) for k in alternatives)}, got "
-                                 f"{value!r} ({type(value).__name__}){hint}")
+            raise ParameterError(f"{chapter}: parameter {name!r} is not set (the chapter's "
+                                 f"parameters cell assigns it)")
+    given = {name: values[name] for name in fields}
+    try:
+        model.model_validate(given)  # nothing returned: a chapter's cell shows no output for it
+    except ValidationError as err:
+        raise _value_error(chapter, model, given, err) from None
 
 
-def check_range(values: dict, name: str, low: int, high: int, what: str = "") -> None:
-    """Check that an integer parameter lies in ``[low, high]`` (e.g. an index into a table
-    whose length is only known once it is loaded).
+# --- the visible table ------------------------------------------------------------------------------
+
+_SIZES = {"default": "its **default sizes** (`make book`; the published book runs the last "
+                     "column, `make publish`)",
+          "publish": "its **publish sizes** (`make publish`), the sizes its verdicts are read at",
+          "smoke": "its **smoke sizes** (`make smoke`): a check that the page runs, too small "
+                   "for any verdict to mean much"}
+
+
+@dataclass(frozen=True)
+class ParameterTable:
+    """A chapter's parameters as a page shows them (Jupyter renders it as Markdown).
+
+    Attributes:
+        chapter: the chapter's name.
+        size: the declared size the values are closest to: ``"default"``, ``"publish"`` or
+            ``"smoke"``.
+        differences: the parameters whose value differs from that size's, with the declared
+            value (``store`` apart: where runs go, not what they compute).
+        rows: ``(name, value, what it does, publish value)`` per parameter, in declared order.
+    """
+
+    chapter: str
+    size: str
+    differences: dict
+    rows: tuple
+
+    def sentence(self) -> str:
+        """Which sizes the page runs at, in one sentence."""
+        if not self.rows:
+            return "This page has no parameters."
+        text = f"This page runs at {_SIZES[self.size]}"
+        if self.differences:
+            text += ", except " + ", ".join(f"`{n} = {v!r}` (at {self.size} size: `{d!r}`)"
+                                            for n, (v, d) in self.differences.items())
+        return text + "."
+
+    def markdown(self) -> str:
+        """The sentence and the table, as Markdown."""
+        def cell(text) -> str:
+            return str(text).replace("|", "\\|")
+
+        lines = [f"**Parameters.** {self.sentence()}"]
+        if self.rows:
+            lines += ["", "| parameter | value | what it does | `make publish` |",
+                      "| --- | --- | --- | --- |"]
+            lines += [f"| `{n}` | `{cell(repr(v))}` | {cell(what)} | `{cell(repr(p))}` |"
+                      for n, v, what, p in self.rows]
+        return "\n".join(lines)
+
+    def _repr_markdown_(self) -> str:
+        return self.markdown()
+
+    def __repr__(self) -> str:  # what a plain-text display shows
+        return self.markdown()
+
+
+def table(values: dict, chapter: str) -> ParameterTable:
+    """The chapter's parameters as a table (name, value, what it does, publish value) under a
+    sentence saying at which declared size (default, publish, smoke) the page runs and which
+    values differ from it; the last expression of a cell, it shows as Markdown.
 
     Args:
-        what: what the range is, for the message (``"the task 'dust' has 2,123 pairs"``).
-
-    Raises:
-        ParameterError: not an integer, or out of range, e.g. ``parameter 'pair_index' must be
-            an integer from 0 to 999 (the task 'blimp_anaphor' has 1,000 pairs), got 1000000000``.
+        values: where the parameters live (a chapter passes ``globals()``, after :func:`check`).
+        chapter: the chapter's name.
     """
-    check(values, **{name: "int"})
-    value = values[name]
-    if not low <= value <= high:
-        why = f" ({what})" if what else ""
-        raise ParameterError(f"parameter {name!r} must be an integer from {low} to {high}{why}, "
-                             f"got {value!r}")
+    model = declaration(chapter)
+    now = {name: values[name] for name in model.model_fields}
+    publish = sizes(chapter, "publish")
 
+    def differences(which):
+        declared = sizes(chapter, which)
+        return {n: (v, declared[n]) for n, v in now.items()
+                if n not in _NOT_A_SIZE and v != declared[n]}
 
-def check_choice(values: dict, name: str, allowed, what: str = "") -> None:
-    """Check that a parameter (a string, or each string of a list) is one of ``allowed``, values
-    only known once something is loaded (a task's wordings, a source's languages).
-
-    Args:
-        what: where the values come from, for the message (``"the wordings of 'blimp'"``).
-
-    Raises:
-        ParameterError: e.g. ``parameter 'wording' must be one of 'grammatical', 'specified'
-            (the wordings of 'blimp'), got 'nope'``.
-    """
-    value, allowed = values[name], list(allowed)
-    given = value if isinstance(value, (list, tuple)) else [value]
-    unknown = [v for v in given if v not in allowed]
-    if unknown:
-        why = f" ({what})" if what else ""
-        raise ParameterError(f"parameter {name!r} must be {'each ' * (given is value)}one of "
-                             f"{', '.join(map(repr, allowed))}{why}, got {value!r}")
+    size = min(("default", "publish", "smoke"), key=lambda w: len(differences(w)))
+    rows = tuple((n, v, f.description, publish[n]) for (n, v), f in
+                 zip(now.items(), model.model_fields.values()))
+    return ParameterTable(chapter, size, differences(size), rows)

@@ -1,0 +1,249 @@
+"""Issue 29 item 2, issue 31 item 5: each chapter declares its parameters once
+(:data:`xcomps_utils.pages.params.CHAPTERS`); its parameters cell, its check, its table and the
+Makefile's SMOKE_/PUBLISH_ arguments are held to that declaration here."""
+
+import ast
+import re
+import shlex
+from pathlib import Path
+
+import jupytext
+import pytest
+import yaml
+from papermill.cli import _resolve_type
+from papermill.translators import PythonTranslator
+
+from xcomps_utils.methods import config
+from xcomps_utils.pages import params
+
+REPO = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted(p.stem for p in (REPO / "notebooks").glob("*.md"))
+WITH_PARAMETERS = [c for c in CHAPTERS if params.declaration(c).model_fields]
+
+
+def _code_cells(chapter):
+    nb = jupytext.read(REPO / "notebooks" / f"{chapter}.md")
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def _parameters_cell(chapter) -> dict:
+    """The names and literal values of a chapter's papermill ``parameters`` cell, in order."""
+    cells = [c for c in _code_cells(chapter) if "parameters" in c.metadata.get("tags", [])]
+    if not cells:
+        return {}
+    (cell,) = cells
+    out = {}
+    for node in ast.parse(cell.source).body:
+        assert isinstance(node, ast.Assign) and len(node.targets) == 1, (chapter, ast.unparse(node))
+        out[node.targets[0].id] = ast.literal_eval(node.value)
+    return out
+
+
+def makefile_arguments(variable: str) -> dict:
+    """The parameters a Makefile variable passes to papermill (``-p name value`` typed as
+    papermill types them, ``-y '{...}'`` as YAML), ``$(STORE)`` kept as written."""
+    text = (REPO / "Makefile").read_text().replace("\\\n", " ")
+    match = re.search(rf"^{variable} *=(.*)$", text, flags=re.M)
+    assert match, f"the Makefile has no {variable}"
+    tokens, out = shlex.split(match.group(1)), {}
+    while tokens:
+        flag = tokens.pop(0)
+        if flag in ("-p", "--parameters"):
+            name, value = tokens.pop(0), tokens.pop(0)
+            out[name] = value if value.startswith("$(") else _resolve_type(value)
+        elif flag in ("-y", "--parameters_yaml"):
+            out.update(yaml.safe_load(tokens.pop(0)))
+        else:
+            raise AssertionError(f"{variable}: {flag!r} is not a papermill parameter flag")
+    return out
+
+
+def test_every_chapter_is_declared_and_no_other():
+    assert sorted(params.CHAPTERS) == CHAPTERS
+    with pytest.raises(KeyError, match="did you mean 'direct_scoring'"):
+        params.declaration("direct_scoring_")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_parameters_cell_is_the_declaration(chapter):
+    """The cell assigns exactly the declared parameters, in the declared order, to the declared
+    defaults (a chapter once declared 18 and checked 10)."""
+    model = params.declaration(chapter)
+    cell = _parameters_cell(chapter)
+    assert list(cell) == list(model.model_fields)
+    assert cell == params.sizes(chapter, "default")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_declared_sizes_are_valid(chapter, data_dir):
+    for which in ("default", "publish", "smoke"):
+        params.check(params.sizes(chapter, which), chapter)
+
+
+@pytest.mark.parametrize("chapter", WITH_PARAMETERS)
+def test_chapter_checks_and_shows_its_own_declaration(chapter):
+    sources = [c.source for c in _code_cells(chapter)]
+    calls = [call for s in sources for call in re.findall(r"params\.check\w*\(.*", s)]
+    assert calls == [f'params.check(globals(), "{chapter}")']
+    if chapter != "findings":  # its own page (issue 31), a table left to its author
+        assert any(s.strip() == f'params.table(globals(), "{chapter}")' for s in sources)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+@pytest.mark.parametrize("size", ["smoke", "publish"])
+def test_makefile_sizes_are_the_declared_ones(chapter, size):
+    """``SMOKE_<chapter>`` and ``PUBLISH_<chapter>`` name declared parameters only, and over the
+    defaults they give exactly the declared smoke and publish values (the store apart, which is
+    make's ``$(STORE)``)."""
+    given = makefile_arguments(f"{size.upper()}_{chapter}")
+    fields = params.declaration(chapter).model_fields
+    assert set(given) <= set(fields), set(given) - set(fields)
+    assert given.get("store", "$(STORE)") == "$(STORE)"
+    effective, declared = {**params.sizes(chapter), **given}, params.sizes(chapter, size)
+    effective.pop("store", None), declared.pop("store", None)
+    assert effective == declared
+
+
+def test_makefile_arguments_are_parsed_as_papermill_types_them():
+    got = makefile_arguments("PUBLISH_grammar_across_languages")
+    assert got["items_per_task"] == 200 and got["xcomps_items"] is None
+    assert got["constructions"][:2] == ["simple_agrmt", "vp_coord"] and got["store"] == "$(STORE)"
+
+
+# --- the one check --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("chapter", WITH_PARAMETERS)
+def test_every_declared_parameter_is_checked(chapter, data_dir):
+    """A float (which no parameter takes: papermill passes 1.5 for ``-p x 1.5``) is refused for
+    each parameter of each chapter, in one line naming the chapter and the parameter."""
+    for name in params.declaration(chapter).model_fields:
+        with pytest.raises(params.ParameterError) as err:
+            params.check({**params.sizes(chapter), name: 1.5}, chapter)
+        message = str(err.value)
+        assert message.startswith(f"{chapter}: parameter {name!r} must be ") and "\n" not in message
+        assert message.endswith("got 1.5 (float)")
+
+
+def test_messages_say_what_is_allowed_from_the_declaration(data_dir):
+    d = params.sizes("direct_scoring")
+    cases = {
+        "n_pairs": ("abc", "must be an integer >= 1 or None, got 'abc' (str)"),
+        "dtype": ("float64", "must be one of " + ", ".join(map(repr, config.DTYPES))
+                  + ", got 'float64' (str)"),
+        "bos_policy": ("eos", "must be one of " + ", ".join(map(repr, config.bos_policies()))
+                       + ", got 'eos' (str)"),
+        "token_budget": (0, "must be 'auto' or an integer >= 1 or None, got 0 (int)"),
+        "device": ("gpu", "must be one of 'auto', 'cpu', 'mps', 'cuda' or a string like "
+                          "'cuda:1', got 'gpu' (str)"),
+        "seed": (-1, "must be an integer from 0 to 2147483647, got -1 (int)"),
+        "compare_model": ("", "must be a non-empty string or None, got '' (str)"),
+        "tasks": ("dust", "must be a non-empty list of strings, got 'dust' (str); pass a list: "
+                          "-y '{tasks: [dust]}'"),
+    }
+    for name, (value, words) in cases.items():
+        with pytest.raises(params.ParameterError) as err:
+            params.check({**d, name: value}, "direct_scoring")
+        assert str(err.value) == f"direct_scoring: parameter {name!r} {words}"
+    with pytest.raises(params.ParameterError, match=r"parameter 'n_pairs' must be .*got True"):
+        params.check({**d, "n_pairs": True}, "direct_scoring")  # a bool is not an integer here
+    with pytest.raises(params.ParameterError, match="'tasks' must be a non-empty list of task "
+                                                    "names.*did you mean 'blimp_anaphor'"):
+        params.check({**d, "tasks": ["blimp_anaphr"]}, "direct_scoring")
+
+
+def test_values_known_from_the_data_are_checked(data_dir):
+    t = params.sizes("token_perplexity_method")
+    with pytest.raises(params.ParameterError) as err:
+        params.check({**t, "pair_index": 10**9}, "token_perplexity_method")
+    assert str(err.value) == (
+        "token_perplexity_method: parameter 'pair_index' must be an integer from 0 to 999 (the "
+        "task 'blimp_anaphor' has 1,000 pairs), got 1000000000 (int)")
+    params.check({**t, "pair_index": 999}, "token_perplexity_method")
+    with pytest.raises(params.ParameterError, match=r"'wording' must be one of 'grammatical'.*"
+                                                    r"\(the wordings of 'blimp'\), got 'gramatical'"
+                                                    r".*did you mean 'grammatical'"):
+        params.check({**t, "wording": "gramatical"}, "token_perplexity_method")
+    with pytest.raises(params.ParameterError, match="'task' must be a task name.*did you mean "
+                                                    "'dust'"):
+        params.check({**t, "task": "dusty"}, "token_perplexity_method")
+    x = params.sizes("xcomps_results")
+    with pytest.raises(params.ParameterError, match=r"'languages' must be a list of 'en', 'de'.*"
+                                                    r"sample files\), got \['en', 'ar'\]"):
+        params.check({**x, "languages": ["en", "ar"]}, "xcomps_results")
+    params.check({**x, "languages": ["en", "ar"], "source": "upstream"}, "xcomps_results")
+    with pytest.raises(params.ParameterError, match=r"'methods' must be a non-empty list, each "
+                                                    r"one of 'meta', 'direct', 'neuro'"):
+        params.check({**x, "methods": ["direct", "token_ppl"]}, "xcomps_results")
+
+
+def test_a_name_papermill_injected_must_be_declared():
+    """papermill only warns about ``-p n_pair 5``; the chapter refuses it, with a did-you-mean.
+    The injected cell is read from IPython's ``In``, as papermill writes it."""
+    injected = PythonTranslator.codify({"n_pair": 5}, comment="Parameters")
+    values = {**params.sizes("direct_scoring"), "In": ["", "model = 'x'", injected]}
+    with pytest.raises(params.ParameterError) as err:
+        params.check(values, "direct_scoring")
+    assert str(err.value).startswith("direct_scoring: parameter 'n_pair' is not declared (the "
+                                     "chapter's parameters: model, tasks, n_pairs, ")
+    assert str(err.value).endswith("; did you mean 'n_pairs'?")
+    ok = PythonTranslator.codify({"n_pairs": 5}, comment="Parameters")
+    params.check({**params.sizes("direct_scoring"), "n_pairs": 5, "In": ["", ok]},
+                 "direct_scoring")
+    with pytest.raises(params.ParameterError, match="'seed' is not set"):
+        params.check({k: v for k, v in params.sizes("first_token").items() if k != "seed"},
+                     "first_token")
+
+
+def test_the_types_are_the_package_declarations():
+    """A dtype, source or BOS policy added to config is a chapter's at once."""
+    assert set(params.Dtype.__args__) == set(config.DTYPES)
+    assert set(params.Source.__args__) == set(config.SOURCES)
+    assert set(params.BosPolicy.__args__) == set(config.bos_policies())
+
+
+# --- the visible table -------------------------------------------------------------------------------
+
+def test_table_says_which_sizes_the_page_runs_at():
+    smoke = {**params.sizes("direct_scoring", "smoke"), "store": "build/smoke/results"}
+    t = params.table(smoke, "direct_scoring")
+    assert (t.size, t.differences) == ("smoke", {})
+    assert "**smoke sizes** (`make smoke`)" in t.markdown()
+    t = params.table(params.sizes("direct_scoring", "publish"), "direct_scoring")
+    assert (t.size, t.differences) == ("publish", {})
+    other = {**params.sizes("direct_scoring"), "model": "meta-llama/Llama-3.1-8B-Instruct"}
+    t = params.table(other, "direct_scoring")
+    assert t.size == "default"
+    assert t.differences == {"model": ("meta-llama/Llama-3.1-8B-Instruct",
+                                       "smollm2-135m-instruct")}
+    assert "except `model = 'meta-llama/Llama-3.1-8B-Instruct'`" in t.sentence()
+    lines = t.markdown().splitlines()
+    assert lines[2] == "| parameter | value | what it does | `make publish` |"
+    row = next(x for x in lines if x.startswith("| `n_pairs` |"))
+    assert row == "| `n_pairs` | `150` | pairs per task, a seeded sample (None: all) | `1000` |"
+    assert len(lines) == 4 + len(params.declaration("direct_scoring").model_fields)
+    assert t._repr_markdown_() == t.markdown()
+    assert params.table({}, "reproducibility").sentence() == "This page has no parameters."
+
+
+@pytest.mark.parametrize("chapter", WITH_PARAMETERS)
+def test_every_parameter_says_what_it_does(chapter):
+    for name, field in params.declaration(chapter).model_fields.items():
+        assert field.description and "|" not in field.description, (chapter, name)
+
+
+@pytest.mark.slow
+def test_an_undeclared_name_stops_the_chapter_under_papermill(data_dir, tmp_path):
+    """What papermill injects is seen by the check (IPython's ``In``): ``-p language ...`` stops
+    the chapter with a did-you-mean instead of a warning."""
+    import papermill
+
+    nb = jupytext.read(REPO / "notebooks" / "xcomps_dataset.md")
+    code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    check = next(i for i in code if "params.check" in nb.cells[i].source)
+    nb.cells = nb.cells[:check + 1]
+    jupytext.write(nb, tmp_path / "in.ipynb")
+    with pytest.raises(papermill.PapermillExecutionError,
+                       match="parameter 'language' is not declared .*did you mean 'languages'"):
+        papermill.execute_notebook(str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"),
+                                   parameters={"language": ["en"]}, cwd=str(REPO),
+                                   kernel_name="python3", progress_bar=False)
