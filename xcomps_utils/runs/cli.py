@@ -15,6 +15,7 @@ import sys
 import click
 
 from .. import __version__
+from ..errors import XcompsError
 from ..methods.config import bos_policies, DTYPES, EXECUTORS, METHODS, SOURCES
 
 STORE_HELP = "results store folder (created if missing)"
@@ -31,8 +32,8 @@ def _one_line(err: BaseException) -> str:
     import errors say what and what to do), else its type and message."""
     text = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
     text = " ".join(text.split())
-    if not (type(err).__module__.startswith("xcomps_utils")
-            or isinstance(err, (ValueError, TypeError, LookupError, ImportError))) or not text:
+    if not isinstance(err, (XcompsError, ValueError, TypeError, LookupError, ImportError)) \
+            or not text:
         text = f"{type(err).__name__}: {text}".rstrip(": ")
     return text
 
@@ -337,6 +338,53 @@ def verify_cmd(store, repair, device, quiet):
                                    f"{left[0]['run']}: {left[0]['file']} {left[0]['problem']}")
     click.echo(f"{store}: repaired {len(shards)} shard(s), moved {len(foreign)} foreign "
                f"file(s); every shard as recorded")
+
+
+@main.command("audit")
+@click.argument("store", type=click.Path())
+@click.option("--sample", type=click.IntRange(min=1), default=None,
+              help="shards to recompute in all (default and minimum: one per method and model)")
+@click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True,
+              help="the seed of the draw")
+@click.option("--device", default="auto", show_default=True,
+              help="where a run's model loads (auto: the run's device kind)")
+@click.option("--run", "runs", multiple=True, metavar="ID[,ID]",
+              help="audit only these runs (default: every run of the store)")
+@click.option("--quiet", is_flag=True, help="no progress lines")
+def audit_cmd(store, sample, seed, device, runs, quiet):
+    """Verify the results STORE, then recompute a seeded sample of its shards from scratch (at
+    least one per method and model, into a temporary store) and compare every number with the
+    stored one: counts and decisions equal, log-probabilities within the precision the study
+    claims for them (in float32 the model's gap per token, FLOAT32_GAP_BY_MODEL), each rule
+    named (xcomps_utils.runs.audit). Prints one line per comparison; exit code 1 on the first
+    failure of verify or of a comparison, naming the run and shard."""
+    _quiet_loading()
+    import pandas as pd
+
+    from . import audit as A
+    from .store import Store
+
+    st = Store(store)
+    if not (st.root / "runs").is_dir():
+        raise click.ClickException(f"{store!r} is not a results store (it has no runs/ folder): "
+                                   f"nothing to audit; pass the store folder")
+    log = (lambda line: None) if quiet else (lambda line: click.echo(line, err=True))
+    table = A.audit(st, sample=sample, seed=seed, device=device, runs=_split(runs) or None,
+                    log=log)
+    with pd.option_context("display.width", 250, "display.max_colwidth", 60,
+                           "display.max_rows", None):
+        click.echo(table.drop(columns=["model"]).to_string(index=False))
+    bad = A.failures(table)
+    n_units = len(table.attrs.get("units", ()))
+    if len(bad):
+        raise click.ClickException(
+            A.failure_line(bad.iloc[0]) + (f" (and {len(bad) - 1} more comparison(s) out of "
+                                           f"tolerance, listed above)" if len(bad) > 1 else ""))
+    click.echo(f"{store}: verified; {n_units} shard(s) of {table['run'].nunique()} run(s) "
+               f"recomputed, {len(table)} comparison(s), every one within tolerance"
+               + (f"; Neuro states not shipped for {len(table.attrs['not_shipped'])} run(s) "
+                  f"(their probes compared from recomputed states)"
+                  if table.attrs.get("not_shipped") else ""))
 
 
 @main.command("tasks")

@@ -1,0 +1,293 @@
+"""Issue 31, item 4: `xcomps-study audit` verifies a store, recomputes a seeded sample of its
+shards from scratch and compares every number under a named tolerance; a consistently tampered
+number (marker updated, so verify passes) fails it, naming the run and shard."""
+
+import hashlib
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from xcomps_utils.lm.precision import FLOAT32_GAP_BY_MODEL, FLOAT32_TOKEN_TOLERANCE
+from xcomps_utils.methods.perplexity import normalized_proportion, plain_proportion
+from xcomps_utils.runs import audit as A, cli, execute, store as S
+
+
+def _digests(root):
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and "locks" not in p.parts}
+
+
+def _rewrite(root, rel, change):
+    """Rewrite a shard's parquet with ``change(frame)`` applied and its done marker updated
+    (bytes, rows, SHA-256): a consistent but wrong file, which verify cannot see."""
+    path = root / rel
+    frame = change(pd.read_parquet(path))
+    frame.to_parquet(path, index=False)
+    rid, name = rel.split("/")[1].removeprefix("run="), rel.split("/")[2].split(".")[0]
+    marker = root / "runs" / rid / "done" / name
+    rec = json.loads(marker.read_text())
+    rec["files"][rel] = {"rows": len(frame), "bytes": path.stat().st_size,
+                         "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    marker.write_text(json.dumps(rec))
+
+
+# --- without a model --------------------------------------------------------------------------
+
+def _units(spec):
+    return [{"run": f"{m}-{model}-{r}", "method": m, "model": model, "label": f"shard-{i:05d}",
+             "jobs": []} for m, model, r, n in spec for i in range(n)]
+
+
+def test_the_draw_covers_every_method_and_model_is_seeded_and_capped():
+    cands = _units([("direct", "a", 1, 5), ("direct", "a", 2, 3), ("direct", "b", 1, 4),
+                    ("token_ppl", "a", 1, 6), ("neuro", "b", 1, 2)])
+    groups = {("direct", "a"), ("direct", "b"), ("token_ppl", "a"), ("neuro", "b")}
+    draws = {}
+    for seed in range(20):
+        d = A.plan_sample(cands, None, seed)
+        assert {(u["method"], u["model"]) for u in d} == groups and len(d) == 4
+        assert A.plan_sample(cands, None, seed) == d  # the same seed, the same draw
+        draws[seed] = tuple((u["run"], u["label"]) for u in d)
+        assert [u["model"] for u in d] == sorted(u["model"] for u in d)  # each model loads once
+    assert len(set(draws.values())) > 5  # the seed decides which shards
+    d = A.plan_sample(cands, 9, 3)
+    assert len(d) == 9 and len({(u["run"], u["label"]) for u in d}) == 9
+    assert {(u["method"], u["model"]) for u in d} == groups
+    assert len(A.plan_sample(cands, 1000, 0)) == len(cands)
+    with pytest.raises(ValueError, match=r"at least one shard per \(method, model\).*has 4.*"
+                                         r"--sample 4 or more"):
+        A.plan_sample(cands, 3, 0)
+
+
+def _proportions(groups, cat, kind):
+    sa, sb = groups["s_correct"].to_numpy(), groups["s_incorrect"].to_numpy()
+    x = sb - sa if kind == "s" else np.exp(sb) - np.exp(sa)
+    m = (groups["category"] == cat).to_numpy()
+    return plain_proportion(x, m), normalized_proportion(x, m)
+
+
+def test_proportion_tolerance_bounds_every_change_within_the_token_tolerance():
+    """Group surprisals moved by up to FLOAT32_TOKEN_TOLERANCE per token (the extremes, at
+    random signs) never move a proportion past proportion_tolerance, and the bound is tight
+    enough to catch a change of 1e-3."""
+    rng = np.random.default_rng(0)
+
+    def unit(k):
+        return FLOAT32_TOKEN_TOLERANCE * np.asarray(k, np.float64)
+    worst = 0.0
+    for _ in range(60):
+        n = int(rng.integers(3, 25))
+        g = pd.DataFrame({"n_tokens_correct": rng.integers(1, 4, n),
+                          "n_tokens_incorrect": rng.integers(1, 4, n),
+                          "s_correct": rng.gamma(2.0, 2.0, n), "s_incorrect": rng.gamma(2.0, 2.0, n),
+                          "category": rng.choice(["pivotal", "period", "other"], n)})
+        for cat in ("pivotal", "period", "other"):
+            for kind in ("ppl", "s"):
+                tol = A.proportion_tolerance(g, cat, kind, unit)
+                base = _proportions(g, cat, kind)
+                for _ in range(3):
+                    h = g.copy()
+                    for side, k in (("s_correct", "n_tokens_correct"),
+                                    ("s_incorrect", "n_tokens_incorrect")):
+                        h[side] = g[side] + rng.choice([-1, 1], n) * unit(g[k])
+                    plain, norm = _proportions(h, cat, kind)
+                    assert abs(plain - base[0]) <= tol["plain"]
+                    assert abs(norm - base[1]) <= tol["norm"]
+                worst = max(worst, tol["plain"] if np.isfinite(tol["plain"]) else 0)
+    assert 0 < worst < 1e-3
+
+
+def _direct_measures(lg, lb, n):
+    """Direct's long measures of pairs ``p0, p1, ...`` as the Direct shard writes them."""
+    from xcomps_utils.lm.precision import near_ties, pair_tolerance
+
+    lg, lb, n = map(np.asarray, (lg, lb, n))
+    values = {"logprob_good": lg, "logprob_bad": lb, "n_tokens_good": n // 2,
+              "n_tokens_bad": n - n // 2, "delta": lg - lb, "correct": lg - lb > 0,
+              "tie": lg == lb,
+              "near_tie": near_ties(lg - lb, "float32", n, "smollm2-135m-instruct"),
+              "near_tie_tolerance": pair_tolerance("float32", n, "smollm2-135m-instruct")}
+    rows = [{**{c: "" for c in S.MEASURE_COLUMNS}, "method": "direct", "task": "t",
+             "pair_id": f"p{i}", "layer": -1, "measure": m, "value": float(v[i])}
+            for m, v in values.items() for i in range(len(lg))]
+    return pd.DataFrame(rows)[S.MEASURE_COLUMNS]
+
+
+def test_a_decision_may_differ_only_where_its_delta_is_within_tolerance_of_the_threshold():
+    prec = A._Precision("float32", "smollm2-135m-instruct")  # 5.4e-4 nats per token
+    n = [14, 14, 14]
+    stored = _direct_measures([-10.0, -10.0, -8.0], [-10.0001, -10.0, -10.0], n)
+    # p0: delta 1e-4 -> -1e-4 (within 14 x 5.4e-4 of 0): correct flips, still a near tie;
+    # p1: a tie becomes a near tie; p2: decided by 2 nats, unchanged
+    again = _direct_measures([-10.0001, -10.00001, -8.0], [-10.0, -10.0, -10.0], n)
+    table = pd.DataFrame(A._compare_measures("direct", stored, again, prec, {}))
+    assert table["ok"].all(), table
+    name = table.set_index("measure")["tolerance_name"]
+    assert name["correct"] == ("equal (a decision); 2 pair(s) whose delta is within its "
+                               "tolerance of the threshold may differ")
+    # a decided pair's decision flipped: out of tolerance, whatever its log-probabilities
+    flipped = again.copy()
+    flipped.loc[(flipped.pair_id == "p2") & (flipped.measure == "correct"), "value"] = 0.0
+    table = pd.DataFrame(A._compare_measures("direct", stored, flipped, prec, {}))
+    bad = A.failures(table)
+    assert list(bad["measure"]) == ["correct"] and bad["where"].iat[0] == "task=t pair_id=p2"
+    # and a log-probability beyond 5.4e-4 x its 7 tokens
+    off = again.copy()
+    off.loc[(off.pair_id == "p2") & (off.measure == "logprob_good"), "value"] -= 4e-3
+    bad = A.failures(pd.DataFrame(A._compare_measures("direct", stored, off, prec, {})))
+    assert list(bad["measure"]) == ["logprob_good"]
+    assert bad["tolerance"].iat[0] == pytest.approx(7 * 5.4e-4)
+
+
+def test_audit_of_a_folder_that_is_no_store_is_one_line(tmp_path):
+    r = CliRunner().invoke(cli.main, ["audit", str(tmp_path)])
+    assert r.exit_code == 1 and "is not a results store" in r.output
+    (tmp_path / "runs").mkdir()
+    r = CliRunner().invoke(cli.main, ["audit", str(tmp_path)])
+    assert r.exit_code == 1 and "holds no run" in r.output
+
+
+# --- a real store: SmolLM2, every method --------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def shipped(lm, data_dir, tmp_path_factory):
+    """Direct and token-level perplexity on 4 BLiMP pairs, Meta and Neuro on 6 English XCOMPS
+    items: two shards a run."""
+    from xcomps_utils.pairs import tasks, xcomps
+
+    root = tmp_path_factory.mktemp("shipped")
+    execute.run(lm, tasks.sample(["blimp_anaphor"], 4, 0), ["direct", "token_ppl"], store=root,
+                shard_size=2, progress=False)
+    execute.run(lm, xcomps.load_languages(["en"], source="sample", items_per_language=6, seed=0),
+                ["meta", "neuro"], store=root, probe_by=[["lang"]], shard_size=12,
+                progress=False)
+    st = S.Store(root)
+    return root, {st.run(r).record["key"]["method"]: r for r in st.ids()}
+
+
+def _copy(shipped, tmp_path):
+    shutil.copytree(shipped[0], tmp_path / "store")
+    return tmp_path / "store"
+
+
+@pytest.mark.slow
+def test_audit_recomputes_a_shard_of_every_method_and_model_and_writes_nothing(shipped):
+    root, runs = shipped
+    before = _digests(root)
+    table = A.audit(root, seed=0)
+    assert _digests(root) == before  # nothing written into the audited store
+    assert set(table["method"]) == {"direct", "token_ppl", "meta", "neuro"}
+    assert table["ok"].all(), A.failures(table)
+    assert len(table.attrs["units"]) == 4 and table.attrs["not_shipped"] == []
+    # the tolerances are the named ones, with the pair's tokens
+    d = table[(table.method == "direct") & (table.measure == "logprob_good")].iloc[0]
+    stored = S.Store(root).measures([runs["direct"]])
+    pid = d["where"].split("pair_id=")[1].split(" ")[0]
+    n = stored[(stored.pair_id == pid) & (stored.measure == "n_tokens_good")]["value"].iat[0]
+    gap = FLOAT32_GAP_BY_MODEL["smollm2-135m-instruct"]
+    assert d["tolerance"] == pytest.approx(gap * n)
+    assert d["tolerance_name"] == (f"FLOAT32_GAP_BY_MODEL['smollm2-135m-instruct'] ({gap:g}) "
+                                   f"x {int(n)} tokens")
+    rules = table.drop_duplicates(["method", "measure"]).set_index(["method", "measure"])[
+        "tolerance_name"]
+    assert rules["direct", "correct"].startswith("equal (a decision)")
+    assert rules["direct", "n_tokens_good"] == "equal (a count)"
+    assert rules["token_ppl", "ppl_tokens.logprob"].endswith(f"({gap:g}) x 1 token")
+    assert "proportion_tolerance" in rules["token_ppl", "norm_pivotal_s"]
+    assert rules["neuro", "states"].startswith("STATE_ATOL")
+    assert rules["neuro", "nested_balanced_accuracy"].startswith("PROBE_TOLERANCE")
+    assert set(table[table.method == "neuro"]["shard"]) >= {"probes"}
+    # more shards when asked, the same draw for the same seed
+    assert A.plan_sample(A.units(S.Store(root)), None, 0) == A.plan_sample(
+        A.units(S.Store(root)), None, 0)
+
+
+@pytest.mark.slow
+def test_a_consistently_tampered_number_fails_the_audit_naming_run_and_shard(shipped, tmp_path):
+    root = _copy(shipped, tmp_path)
+    rid = shipped[1]["direct"]
+    st = S.Store(root)
+    name = next(u["label"] for u in A.plan_sample(A.units(st, runs=[rid]), None, 0))
+    rel = f"measures/run={rid}/{name}.parquet"
+    m = pd.read_parquet(root / rel)
+    delta = m[m.measure == "delta"]
+    pair = delta["pair_id"].iat[int(delta["value"].abs().argmax())]  # a clear decision
+
+    def shift(by, measure="logprob_good"):
+        def change(f):
+            row = (f.pair_id == pair) & (f.measure == measure)
+            f.loc[row, "value"] = f.loc[row, "value"] + by
+            return f
+        return change
+
+    _rewrite(root, rel, shift(2e-6))  # within the model's float32 gap x its tokens
+    assert execute.verify(S.Store(root)) == []
+    table = A.audit(root, runs=[rid])
+    row = table[table.measure == "logprob_good"].iloc[0]
+    assert row["ok"] and row["max_abs_diff"] == pytest.approx(2e-6, rel=1e-3)
+
+    _rewrite(root, rel, shift(0.01 - 2e-6))  # now 0.01 off
+    assert execute.verify(S.Store(root)) == []  # verify cannot see it
+    r = CliRunner().invoke(cli.main, ["audit", str(root), "--run", rid])
+    assert r.exit_code == 1
+    last = r.output.strip().splitlines()[-1]
+    assert last.startswith(f"Error: run {rid}, shard {name}: logprob_good differs by 0.01 > "
+                           f"tolerance "), last
+    assert "(FLOAT32_GAP_BY_MODEL['smollm2-135m-instruct'] (0.00054) x " in last
+    assert f"pair_id={pair}" in last
+
+    _rewrite(root, rel, shift(-0.01))  # back, and a decision flipped instead
+    _rewrite(root, rel, lambda f: f.assign(value=np.where(
+        (f.pair_id == pair) & (f.measure == "correct"), 1 - f.value, f.value)))
+    table = A.audit(root, runs=[rid])
+    bad = A.failures(table)
+    assert list(bad["measure"]) == ["correct"]
+    assert A.failure_line(bad.iloc[0]).startswith(
+        f"run {rid}, shard {name}: correct differs by 1 > tolerance 0 (equal")
+
+
+@pytest.mark.slow
+def test_a_store_that_does_not_verify_is_reported_as_such_before_any_recomputation(
+        shipped, tmp_path):
+    root = _copy(shipped, tmp_path)
+    rid = shipped[1]["token_ppl"]
+    path = root / "ppl_tokens" / f"run={rid}" / "shard-00001.parquet"
+    path.write_bytes(path.read_bytes()[:-1] + b"\0")  # one byte, marker not updated
+    with pytest.raises(A.AuditError, match=rf"verify failed, so nothing was recomputed: run "
+                                           rf"{rid}: shard shard-00001: .*altered"):
+        A.audit(root)
+    r = CliRunner().invoke(cli.main, ["audit", str(root)])
+    assert r.exit_code == 1 and "verify failed" in r.output and "recomputed in" not in r.output
+
+
+@pytest.mark.slow
+def test_a_neuro_run_whose_states_were_not_shipped_is_audited_from_recomputed_states(
+        shipped, tmp_path):
+    root = _copy(shipped, tmp_path)
+    rid = shipped[1]["neuro"]
+    shutil.rmtree(root / "states")
+    assert {p["problem"] for p in execute.verify(S.Store(root))} == {"missing"}
+    table = A.audit(root, runs=[rid])
+    assert table["ok"].all(), A.failures(table)
+    assert table.attrs["not_shipped"] == [rid]
+    states = table[table.measure == "states"]
+    assert len(states) == 2 and states["tolerance_name"].str.startswith("not shipped").all()
+    probes = table[table.shard == "probes"]
+    assert len(probes) > 20 and "nested_balanced_accuracy" in set(probes["measure"])
+    assert (table.measure == "neuro_sentences.text").sum() == 2
+
+    _rewrite(root, f"measures/run={rid}/probes.parquet", lambda f: f.assign(
+        value=np.where(f.measure == "nested_balanced_accuracy", f.value + 0.05, f.value)))
+    bad = A.failures(A.audit(root, runs=[rid]))
+    assert list(bad["measure"]) == ["nested_balanced_accuracy"]
+
+    # one state file of two missing is damage, not an unshipped store
+    root2 = _copy(shipped, tmp_path / "b")
+    (root2 / "states" / f"run={rid}" / "shard-00000.npy").unlink()
+    with pytest.raises(A.AuditError, match=rf"verify failed.*run {rid}: shard shard-00000: "
+                                           rf"states/run={rid}/shard-00000.npy missing"):
+        A.audit(root2, runs=[rid])

@@ -1,0 +1,792 @@
+"""Audit a results store: verify it, then recompute a seeded sample of its shards from scratch
+and compare them with what it holds.
+
+:meth:`~xcomps_utils.runs.store.Store.verify` shows that every file is the one its shard's done
+marker recorded; it cannot show that the recorded numbers are the ones the run's model computes
+(a shard rewritten with its marker updated verifies). :func:`audit` recomputes shards with the
+path of a repair (:func:`xcomps_utils.runs.execute.repair`: the run's own model, weights, dtype,
+device kind, parameters and pairs, read from its ``run.json`` and ``pairs.parquet``) into a
+temporary store, never writing into the audited one, and compares every file of each recomputed
+shard with the stored one, row by row, under one rule per measure:
+
+==========================================  ==================================================
+what                                        rule (``tolerance_name`` in the table)
+==========================================  ==================================================
+counts, identifiers, tokens, texts,         equal (``n_tokens_*``, ``n_groups``, token ids,
+``near_tie_tolerance``                      offsets, the sentences)
+decisions (``correct``, ``tie``,            equal, except a pair whose margin (``delta``) is
+``near_tie``)                               within its tolerance of the threshold in either
+                                            computation (ties and near ties trade places)
+a log-probability over ``n`` tokens         the study's own precision of it,
+(sentence sums, ``delta``, Meta answers,    :func:`~xcomps_utils.lm.precision.pair_tolerance`:
+token and group log-probabilities)          float32 ``FLOAT32_GAP_BY_MODEL[model] x n``
+                                            (SmolLM2 5.4e-4 nats per token; unmeasured models
+                                            ``FLOAT32_GAP_DEFAULT``); float64
+                                            ``FLOAT32_TOKEN_TOLERANCE x n``; a per-token mean
+                                            ``x 1``
+a perplexity ``exp(mean surprisal)``        relative, through ``exp``: ``ppl (e^u - 1) e^u``,
+or ``exp(group surprisal)``, Meta's         ``u`` the tolerance of the log (mean: one token's)
+``answer_mass``
+token-level perplexity proportions          propagated from the group surprisals
+(``plain_*``, ``norm_*``)                   (:func:`proportion_tolerance`)
+Neuro hidden states                         ``|diff| <= STATE_ATOL + STATE_RTOL |stored|``
+                                            (1e-4 each: the bound of batched vs one-at-a-time
+                                            states, ``tests/test_xcomps.py``)
+Neuro probe measures                        ``PROBE_TOLERANCE`` (1e-12): recomputed from the
+                                            *stored* states they are the same numbers (the
+                                            probe is a seeded closed-form ridge in float64; a
+                                            flipped prediction moves a score by 1/n)
+==========================================  ==================================================
+
+Runs in bfloat16 or float16 take :data:`xcomps_utils.lm.precision.BF16_PAIR_TOLERANCE` (1 nat)
+whatever the tokens, and ``STATE_RTOL_BF16`` for states (bfloat16's rounding, not measured).
+
+Why not ``FLOAT32_TOKEN_TOLERANCE`` (1e-5 nats per token) for float32: it is the scorer's
+guarantee where the model's float32 kernels agree (English), not a bound on recomputing a shard
+in another process. Measured on this project's ``results/`` (SmolLM2, BMLAMA-17 Chinese, 500
+pairs recomputed on a 2-core x86 CPU, with the run's token budget): single tokens moved
+by up to 2.9e-5 nats with one thread and 1.6e-5 with two (sentence sums by 4.2e-5 over 23
+tokens): float32 kernels round differently per thread count, and SmolLM2's massive activations
+amplify that on non-Latin scripts (:data:`xcomps_utils.lm.precision.FLOAT32_GAP_BY_MODEL`). The
+audit holds each number to the precision the study claims for it (its near-tie tolerance).
+
+*The sample*: at least one shard per (method, model) of the store, drawn with a seeded RNG,
+then shards drawn from the rest up to ``sample`` (:func:`plan_sample`). A Neuro run's draw is a
+state shard and the run's probes: the state shard recomputed and compared (states within the
+tolerance above), and the probes recomputed from the stored (verified) states and compared. A
+Neuro run whose states are not in the store (``states/`` not shipped: every state file its
+markers record is missing, and nothing else) is not a verify failure; its draw recomputes every
+state shard and, from those, the probes, and compares the measures it stores (the probes and
+the sentences; the states themselves cannot be compared: the table says so). Such probes
+can differ only if the recomputed states differ from the unshipped ones.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..lm.precision import (BF16_PAIR_TOLERANCE, FLOAT32_GAP_BY_MODEL, FLOAT32_GAP_DEFAULT,
+                            FLOAT32_TOKEN_TOLERANCE, dtype_name, pair_tolerance)
+from . import execute, planner
+from .store import MEASURE_COLUMNS, Store, StoreError
+
+__all__ = ["audit", "AuditError", "plan_sample", "units", "failures", "failure_line",
+           "proportion_tolerance", "AUDIT_COLUMNS", "STATE_ATOL", "STATE_RTOL",
+           "STATE_RTOL_BF16", "PROBE_TOLERANCE"]
+
+#: nats (states are in the model's units): absolute part of the hidden-state tolerance.
+STATE_ATOL = 1e-4
+#: relative part of the hidden-state tolerance (float32 runs): the bound
+#: ``tests/test_xcomps.py::test_last_token_states_equal_unbatched`` holds between batchings.
+STATE_RTOL = 1e-4
+#: relative hidden-state tolerance of bfloat16/float16 runs: 2**-7, bfloat16's rounding of one
+#: value (not measured across batchings).
+STATE_RTOL_BF16 = 2.0 ** -7
+#: Neuro probe measures recomputed from the stored states: equal up to float64 rounding.
+PROBE_TOLERANCE = 1e-12
+
+#: The columns of the table :func:`audit` returns.
+AUDIT_COLUMNS = ["run", "method", "model", "shard", "measure", "rows", "max_abs_diff",
+                 "tolerance", "tolerance_name", "where", "ok"]
+
+_MEASURE_KEY = [c for c in MEASURE_COLUMNS if c != "value"]
+_EQUAL = "equal"
+
+
+class AuditError(StoreError):
+    """The store cannot be audited: it does not verify (a file not as its marker records), it
+    holds no shard to audit, or a run cannot be recomputed here (its model or device kind is not
+    this machine's). The message names the run, the shard and what to do."""
+
+
+# --- what to recompute ------------------------------------------------------------------------
+
+def _marker_files(store: Store, rid: str, name: str) -> dict[str, dict | None]:
+    """The files a shard's done marker records (``rel path -> record``; a marker from before
+    checksums: the shard's files as they are, record ``None``)."""
+    marker = store.root / "runs" / rid / "done" / name
+    files = json.loads(marker.read_text()).get("files")
+    if files is None:
+        return {p.relative_to(store.root).as_posix(): None
+                for p in store.root.glob(f"*/run={rid}/{name}.*")
+                if p.relative_to(store.root).parts[0] != "quarantine"}
+    return files
+
+
+def _unshipped_states(store: Store, problems: list[dict]) -> set[str]:
+    """Neuro runs whose states were not shipped: every ``states/`` file their markers record is
+    missing, and that is all :func:`xcomps_utils.runs.execute.verify` says of them."""
+    out = set()
+    for rid in {p["run"] for p in problems}:
+        mine = [p for p in problems if p["run"] == rid]
+        if not all(p["file"].startswith(f"states/run={rid}/") and p["problem"] == "missing"
+                   for p in mine):
+            continue
+        run = store.run(rid)
+        if run.record["key"].get("method") != "neuro":
+            continue
+        recorded = {rel for name in run.shard_names() for rel in _marker_files(store, rid, name)
+                    if rel.startswith("states/")}
+        if recorded and recorded == {p["file"] for p in mine}:
+            out.add(rid)
+    return out
+
+
+def _check(store: Store, runs: list[str] | None = None) -> set[str]:
+    """Verify the store (or ``runs``; :func:`xcomps_utils.runs.execute.verify`); returns the
+    Neuro runs whose states were not shipped.
+
+    Raises:
+        AuditError: any other problem (the first named, with the run, shard and file).
+    """
+    problems = execute.verify(store, runs)
+    unshipped = _unshipped_states(store, problems)
+    left = [p for p in problems if p["run"] not in unshipped]
+    if left:
+        p = left[0]
+        where = f"shard {p['shard']}: " if p["shard"] else ""
+        more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
+        raise AuditError(f"verify failed, so nothing was recomputed: run {p['run']}: {where}"
+                         f"{p['file']} {p['problem']}{more}; see `xcomps-study verify --store "
+                         f"{store.root}`")
+    return unshipped
+
+
+def units(store: Store, unshipped: set[str] = frozenset(), runs: list[str] | None = None
+          ) -> list[dict]:
+    """What can be drawn for an audit (of ``runs``, default every run): one unit per finished
+    shard of each run (Neuro: per state shard, with the run's probes when they are done; a run
+    whose states were not shipped: one unit, its probes from every state shard recomputed).
+
+    Returns:
+        dicts ``{"run", "method", "model", "label", "jobs"}``; each job is ``{"recompute":
+        [shards], "link": [stored shards it reads], "compare": [shards]}``, computed in one
+        temporary store.
+    """
+    out = []
+    for rid in store.ids() if runs is None else runs:
+        run = store.run(rid)
+        key = run.record["key"]
+        method, done = key.get("method"), run.shard_names()
+        base = {"run": rid, "method": method, "model": key.get("model")}
+        states = [n for n in done if n != "probes"]
+        if method == "neuro" and rid in unshipped:
+            if "probes" in done:
+                out.append({**base, "label": "probes", "jobs": [
+                    {"recompute": states + ["probes"], "link": [],
+                     "compare": states + ["probes"]}]})
+            continue
+        for name in states:
+            jobs = [{"recompute": [name], "link": [], "compare": [name]}]
+            if method == "neuro" and "probes" in done:
+                jobs.append({"recompute": ["probes"], "link": states, "compare": ["probes"]})
+            out.append({**base, "label": name + (" + probes" if len(jobs) > 1 else ""),
+                        "jobs": jobs})
+    return out
+
+
+def plan_sample(candidates: list[dict], sample: int | None = None, seed: int = 0) -> list[dict]:
+    """A seeded draw of units: one per (method, model), then more from the rest up to
+    ``sample`` in all.
+
+    Args:
+        candidates: :func:`units` of the store.
+        sample: units in all (default: one per (method, model)).
+        seed: the draw's seed (the same seed draws the same units).
+
+    Returns:
+        the drawn units, ordered by model (each model loads once), run and shard.
+
+    Raises:
+        ValueError: ``sample`` is below the number of (method, model) combinations (each gets
+            one) or below 1.
+    """
+    groups: dict[tuple, list[dict]] = {}
+    for u in sorted(candidates, key=lambda u: (u["run"], u["label"])):
+        groups.setdefault((u["method"], str(u["model"])), []).append(u)
+    if sample is not None and (isinstance(sample, bool) or int(sample) < max(1, len(groups))):
+        raise ValueError(f"sample={sample!r}: the audit recomputes at least one shard per "
+                         f"(method, model), and the store has {len(groups)} "
+                         f"({', '.join(f'{m} {n}' for m, n in sorted(groups))}); pass "
+                         f"--sample {max(1, len(groups))} or more")
+    rng = np.random.default_rng(seed)
+    chosen = [us[int(rng.integers(len(us)))] for _, us in sorted(groups.items())]
+    rest = [u for _, us in sorted(groups.items()) for u in us if not any(u is c for c in chosen)]
+    extra = min(len(rest), (sample or len(chosen)) - len(chosen))
+    if extra > 0:
+        chosen += [rest[i] for i in sorted(rng.choice(len(rest), size=extra, replace=False))]
+    return sorted(chosen, key=lambda u: (str(u["model"]), u["run"], u["label"]))
+
+
+# --- tolerances --------------------------------------------------------------------------------
+
+class _Precision:
+    """The tolerance of a run's log-probabilities (nats), from its dtype and model: the one the
+    study itself holds them to, :func:`xcomps_utils.lm.precision.pair_tolerance` (the near-tie
+    tolerance): float32, the model's float32 gap per token (``FLOAT32_GAP_BY_MODEL``, else
+    ``FLOAT32_GAP_DEFAULT``); float64, ``FLOAT32_TOKEN_TOLERANCE`` per token; bfloat16 and
+    float16, ``BF16_PAIR_TOLERANCE`` whatever the tokens."""
+
+    def __init__(self, dtype: str, model: str | None):
+        self.dtype, self.model = dtype_name(dtype), model
+        self.float32 = self.dtype in ("float32", "float64")
+        if self.dtype == "float32":
+            self.constant = (f"FLOAT32_GAP_BY_MODEL[{model!r}]" if model in FLOAT32_GAP_BY_MODEL
+                             else "FLOAT32_GAP_DEFAULT")
+            self.per_token = FLOAT32_GAP_BY_MODEL.get(model, FLOAT32_GAP_DEFAULT)
+        elif self.dtype == "float64":
+            self.constant, self.per_token = "FLOAT32_TOKEN_TOLERANCE", FLOAT32_TOKEN_TOLERANCE
+        else:
+            self.constant, self.per_token = "BF16_PAIR_TOLERANCE", None
+
+    def lp(self, n) -> np.ndarray:
+        """nats: the tolerance of a log-probability over ``n`` tokens (``pair_tolerance``)."""
+        n = np.asarray(n, dtype=np.float64)
+        return pair_tolerance(self.dtype, n.reshape(-1), self.model).reshape(n.shape)
+
+    def name(self, n, what: str = "") -> str:
+        """The rule's name: ``<constant> (<value>) x <n> tokens<what>`` (``n`` ``None``: per
+        token)."""
+        if self.per_token is None:
+            return f"BF16_PAIR_TOLERANCE ({BF16_PAIR_TOLERANCE:g}, a {self.dtype} run){what}"
+        head = f"{self.constant} ({self.per_token:g})"
+        if n is None:
+            return f"{head} per token{what}"
+        n = int(n) if float(n).is_integer() else n
+        return f"{head} x {n} token{'s' * (n != 1)}{what}"
+
+    def rel(self, n) -> np.ndarray:
+        """Relative tolerance of ``exp`` of a log-probability over ``n`` tokens."""
+        u = self.lp(n)
+        return np.expm1(u) * np.exp(u)
+
+    def state_rtol(self) -> float:
+        return STATE_RTOL if self.float32 else STATE_RTOL_BF16
+
+
+def proportion_tolerance(groups: pd.DataFrame, category: str, kind: str, unit) -> dict:
+    """The tolerance of a token-level perplexity proportion of one prompt pair, propagated from
+    its groups' surprisals (each within ``unit(n)`` nats over its ``n`` tokens).
+
+    With ``x_g`` the group differences (``kind`` ``"s"``: ``s_B - s_A``, within ``e_g = u_A +
+    u_B``; ``"ppl"``: ``e^{s_B} - e^{s_A}``, within ``e_g = e^{s_B}(e^{u_B}-1)e^{u_B} +`` the
+    same for A), ``D = sum |x_g|``, ``E = sum e_g``: the plain proportion ``N / D`` lies between
+    ``(N - e_N) / (N - e_N + R + e_R)`` and ``(N + e_N) / (N + e_N + R - e_R)`` (``N`` the
+    category's share, ``R`` the rest, each clipped at 0), and the normalized proportion ``A / D``
+    (``A = sum_cat x_g - n_cat median(x)``) changes by at most ``(e_A + |A/D| E) / (D - E)`` with
+    ``e_A = e_N + n_cat max e_g`` (the median moves by at most ``max e_g``); infinite when
+    ``D <= E`` (the difference is within its own error).
+
+    Args:
+        groups: one prompt pair's groups (``n_tokens_correct``, ``n_tokens_incorrect``,
+            ``s_correct``, ``s_incorrect`` in nats, ``category``).
+        category: ``pivotal``, ``period`` or ``other``; kind: ``"s"`` or ``"ppl"``.
+        unit: ``unit(n) -> nats`` for ``n`` tokens.
+
+    Returns:
+        ``{"plain": tolerance, "norm": tolerance}``.
+    """
+    ka, kb = groups["n_tokens_correct"].to_numpy(), groups["n_tokens_incorrect"].to_numpy()
+    sa, sb = (groups["s_correct"].to_numpy(np.float64), groups["s_incorrect"].to_numpy(np.float64))
+    ua, ub = np.asarray(unit(ka), np.float64), np.asarray(unit(kb), np.float64)
+    if kind == "s":
+        x, e = sb - sa, ua + ub
+    else:
+        x = np.exp(sb) - np.exp(sa)
+        e = np.exp(sb) * np.expm1(ub) * np.exp(ub) + np.exp(sa) * np.expm1(ua) * np.exp(ua)
+    m = (groups["category"] == category).to_numpy()
+    big_d, big_e = np.abs(x).sum(), e.sum()
+    n, e_n = np.abs(x[m]).sum(), e[m].sum()
+    r, e_r = big_d - n, big_e - e_n
+    p = n / big_d if big_d > 0 else np.nan
+    lo_n, hi_n = max(n - e_n, 0.0), n + e_n
+    lo = lo_n / (lo_n + r + e_r) if lo_n + r + e_r > 0 else 0.0
+    hi_den = hi_n + max(r - e_r, 0.0)
+    hi = hi_n / hi_den if hi_den > 0 else 1.0
+    plain = max(hi - p, p - lo) if np.isfinite(p) else np.inf
+    if big_d > big_e and len(x):
+        a = x[m].sum() - m.sum() * np.median(x)
+        norm = (e_n + m.sum() * e.max() + abs(a / big_d) * big_e) / (big_d - big_e)
+    else:
+        norm = np.inf
+    return {"plain": float(plain), "norm": float(norm)}
+
+
+# --- comparing ---------------------------------------------------------------------------------
+
+def _diff(old, new) -> np.ndarray:
+    a, b = np.asarray(old, np.float64), np.asarray(new, np.float64)
+    with np.errstate(invalid="ignore"):
+        d = np.where(a == b, 0.0, np.abs(a - b))
+    both = np.isnan(a) & np.isnan(b)
+    return np.where(both, 0.0, np.where(np.isnan(d), np.inf, d))
+
+
+def _result(measure: str, diff, tol, names, where) -> dict:
+    """One table row: the row of ``diff`` furthest past (or closest to) its tolerance."""
+    diff, tol = np.asarray(diff, np.float64), np.broadcast_to(np.asarray(tol, np.float64),
+                                                              np.shape(diff))
+    if not len(diff):
+        return {"measure": measure, "rows": 0, "max_abs_diff": 0.0, "tolerance": np.nan,
+                "tolerance_name": "no rows", "where": "", "ok": True}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(diff == 0, 0.0, diff / tol)
+    # the row furthest past (or nearest to) its tolerance; nothing differs: the tightest one
+    k = int(np.argmax(ratio)) if ratio.any() else int(np.argmin(tol))
+    name = names(k) if callable(names) else names
+    return {"measure": measure, "rows": len(diff), "max_abs_diff": float(diff[k]),
+            "tolerance": float(tol[k]), "tolerance_name": name, "where": where(k),
+            "ok": bool((diff <= tol).all())}
+
+
+def _equal_column(measure: str, old: pd.Series, new: pd.Series, where) -> dict:
+    """Text or identifier columns: equal row by row."""
+    if pd.api.types.is_numeric_dtype(old) and pd.api.types.is_numeric_dtype(new):
+        return _result(measure, _diff(old, new), 0.0, "equal", where)
+    a, b = old.astype(str).to_numpy(), new.astype(str).to_numpy()
+    bad = np.flatnonzero(a != b)
+    return {"measure": measure, "rows": len(a), "max_abs_diff": np.nan, "tolerance": 0.0,
+            "tolerance_name": f"equal: {len(bad)} of {len(a)} rows differ" if len(bad)
+            else "equal", "where": where(int(bad[0])) if len(bad) else "", "ok": not len(bad)}
+
+
+def _rows_differ(measure: str, old: pd.DataFrame, new: pd.DataFrame, keys: list[str]) -> dict | None:
+    """A row that is not the same item in both tables (or other columns, or other lengths)."""
+    why = None
+    if list(old.columns) != list(new.columns):
+        why = f"columns differ: stored {list(old.columns)}, recomputed {list(new.columns)}"
+    elif len(old) != len(new):
+        why = f"rows differ: stored {len(old)}, recomputed {len(new)}"
+    else:
+        for c in keys:
+            a, b = old[c].astype(str).to_numpy(), new[c].astype(str).to_numpy()
+            bad = np.flatnonzero(a != b)
+            if len(bad):
+                why = (f"rows differ: row {bad[0]} is {c}={a[bad[0]]!r} stored, "
+                       f"{b[bad[0]]!r} recomputed")
+                break
+    if why is None:
+        return None
+    return {"measure": measure, "rows": max(len(old), len(new)), "max_abs_diff": np.nan,
+            "tolerance": 0.0, "tolerance_name": why, "where": "", "ok": False}
+
+
+def _pair_key(frame: pd.DataFrame, extra=()) -> list[tuple]:
+    cols = [c for c in planner.ID + list(extra) if c in frame]
+    return list(frame[cols].astype(str).itertuples(index=False, name=None))
+
+
+def _where(frame: pd.DataFrame):
+    def at(k):
+        r = frame.iloc[k]
+        parts = [f"{c}={r[c]}" for c in ("task", "pair_id", "wording", "order", "lang", "subset")
+                 if c in frame and str(r[c]) not in ("", "nan")]
+        if "layer" in frame and int(r["layer"]) >= 0:
+            parts.append(f"layer={r['layer']}")
+        return " ".join(parts) or f"row {k}"
+    return at
+
+
+def _measure_rules(method: str, new: pd.DataFrame, prec: _Precision, ctx: dict):
+    """``measure -> (rows -> (tolerance array, name(k)))`` for one method's measures."""
+    if method == "neuro":
+        return lambda measure: (lambda rows: (np.full(len(rows), PROBE_TOLERANCE),
+                                              "PROBE_TOLERANCE (probes from the stored states, "
+                                              "float64 rounding)"))
+    if method in ("direct", "meta"):
+        if method == "direct":
+            counts = new[new.measure.isin(["n_tokens_good", "n_tokens_bad"])]
+            table = {}
+            for key, m, v in zip(_pair_key(counts), counts["measure"], counts["value"]):
+                table.setdefault(key, {})[m] = v
+            n_good = {k: v["n_tokens_good"] for k, v in table.items()}
+            n_bad = {k: v["n_tokens_bad"] for k, v in table.items()}
+        else:
+            n_good, n_bad = ctx["meta_tokens"]
+        n = {"logprob_good": lambda k: n_good[k], "logprob_bad": lambda k: n_bad[k],
+             "delta": lambda k: n_good[k] + n_bad[k], "logprob_mean_good": lambda k: 1,
+             "logprob_mean_bad": lambda k: 1, "answer_mass": lambda k: n_good[k] + n_bad[k]}
+
+        def rule(measure):
+            if measure in n:
+                def tol(rows):
+                    tokens = np.array([n[measure](k) for k in _pair_key(rows)], np.float64)
+                    if measure == "answer_mass":
+                        return (prec.rel(tokens) * rows["value"].abs().to_numpy(),
+                                lambda j: prec.name(tokens[j], ", through exp (probability "
+                                                               "mass)"))
+                    return prec.lp(tokens), lambda j: prec.name(tokens[j])
+                return tol
+            return None  # equal
+        return rule
+    if method == "token_ppl":
+        bounds = ctx["ppl_bounds"]
+
+        def rule(measure):
+            if measure in ("ppl_correct", "ppl_incorrect"):
+                return lambda rows: (prec.rel(1) * rows["value"].abs().to_numpy(),
+                                     prec.name(None, ", through exp(mean surprisal)"))
+            if re.fullmatch(r"(plain|norm)_[a-z]+_(ppl|s)", measure):
+                def tol(rows):
+                    keys = list(rows[["task", "lang", "pair_id", "wording", "order"]].astype(
+                        str).itertuples(index=False, name=None))
+                    return (np.array([bounds[k][measure] for k in keys]),
+                            prec.name(None, ", propagated from the groups "
+                                            "(proportion_tolerance)"))
+                return tol
+            return None
+        return rule
+    return lambda measure: None
+
+
+def _ppl_bounds(groups: pd.DataFrame, prec: _Precision) -> dict:
+    """Per prompt pair (identifiers, wording, order): the tolerance of each proportion."""
+    from ..methods.perplexity import CATEGORIES
+
+    out = {}
+    keys = ["task", "lang", "pair_id", "wording", "order"]
+    for key, g in groups.groupby(keys, sort=False):
+        b = {}
+        for cat in CATEGORIES:
+            for kind in ("ppl", "s"):
+                t = proportion_tolerance(g, cat, kind, prec.lp)
+                b[f"plain_{cat}_{kind}"], b[f"norm_{cat}_{kind}"] = t["plain"], t["norm"]
+        out[tuple(map(str, key))] = b
+    return out
+
+
+_DECISIONS = ("correct", "tie", "near_tie")
+_PROMPT_KEY = ["task", "lang", "pair_id", "wording", "order"]
+
+
+def _decision_tolerance(method: str, measure: str, old: pd.DataFrame, new: pd.DataFrame,
+                        rows: pd.DataFrame, rule, prec: _Precision):
+    """A decision (``correct``, ``tie``, ``near_tie``) is equal, except for a pair whose margin
+    lies within its tolerance of the decision's threshold in either computation (there the
+    arithmetic decides, not the model: ties and near ties may trade places, and the book leaves
+    both out of every accuracy). Direct and Meta: ``delta`` within the delta's tolerance of 0
+    (and, for ``near_tie``, of ``near_tie_tolerance``); token-level perplexity: ``ln PPL(B) -
+    ln PPL(A)`` within two tokens' tolerance of 0. Returns ``(tolerance: 0 or inf per row,
+    name)``."""
+    def by_key(frame, m, cols=None):
+        f = frame[frame["measure"] == m]
+        keys = (list(f[cols].astype(str).itertuples(index=False, name=None)) if cols
+                else _pair_key(f))
+        return dict(zip(keys, f["value"].to_numpy(np.float64)))
+
+    if method in ("direct", "meta"):
+        d_new = new[new["measure"] == "delta"].reset_index(drop=True)
+        tol_of = dict(zip(_pair_key(d_new), rule("delta")(d_new)[0]))
+        margins = [by_key(old, "delta"), by_key(new, "delta")]
+        threshold = by_key(new, "near_tie_tolerance")
+        keys, what = _pair_key(rows), "delta"
+    elif method == "token_ppl" and measure == "correct":
+        margins, threshold = [], {}
+        for f in (old, new):
+            inc = by_key(f, "ppl_incorrect", _PROMPT_KEY)
+            margins.append({k: np.log(inc[k]) - np.log(v)
+                            for k, v in by_key(f, "ppl_correct", _PROMPT_KEY).items()})
+        keys = list(rows[_PROMPT_KEY].astype(str).itertuples(index=False, name=None))
+        tol_of = dict.fromkeys(keys, float(2 * prec.lp(1)))
+        what = "ln PPL(B) - ln PPL(A)"
+    else:
+        return None
+    at = np.array([any(abs(m[k]) <= tol_of[k] or (measure == "near_tie" and k in threshold and
+                                                  abs(abs(m[k]) - threshold[k]) <= tol_of[k])
+                       for m in margins) for k in keys], dtype=bool)
+    name = "equal (a decision)" + (f"; {int(at.sum())} pair(s) whose {what} is within its "
+                                   f"tolerance of the threshold may differ" if at.any() else "")
+    return np.where(at, np.inf, 0.0), name
+
+
+def _compare_measures(method: str, old: pd.DataFrame, new: pd.DataFrame, prec: _Precision,
+                      ctx: dict) -> list[dict]:
+    bad = _rows_differ("measures", old, new, _MEASURE_KEY)
+    if bad:
+        return [bad]
+    rule = _measure_rules(method, new, prec, ctx)
+    out = []
+    for measure in dict.fromkeys(new["measure"]):
+        rows = np.flatnonzero((new["measure"] == measure).to_numpy())
+        o, n = old.iloc[rows], new.iloc[rows].reset_index(drop=True)
+        tol = rule(measure)
+        decision = (_decision_tolerance(method, measure, old, new, n, rule, prec)
+                    if measure in _DECISIONS else None)
+        if decision is not None:
+            t, name = decision
+        elif tol is None:
+            t, name = 0.0, _EQUAL + (" (a count)" if measure.startswith("n_") else "")
+        else:
+            t, name = tol(n)
+        out.append(_result(measure, _diff(o["value"], n["value"]), t, name, _where(n)))
+    return out
+
+
+def _detail_rules(detail: str, new: pd.DataFrame, prec: _Precision) -> dict:
+    """``column -> (tolerance array, name)`` for a detail table's float columns."""
+    one = (prec.lp(np.ones(len(new))), prec.name(1))
+    if detail in ("direct_tokens", "ppl_tokens"):
+        return {"logprob": one}
+    if detail == "ppl_groups":
+        ka = new["n_tokens_correct"].to_numpy(np.float64)
+        kb = new["n_tokens_incorrect"].to_numpy(np.float64)
+        return {"s_correct": (prec.lp(ka), lambda j: prec.name(ka[j])),
+                "s_incorrect": (prec.lp(kb), lambda j: prec.name(kb[j])),
+                "delta_s": (prec.lp(ka) + prec.lp(kb), lambda j: prec.name(ka[j] + kb[j])),
+                "ppl_correct": (prec.rel(ka) * new["ppl_correct"].abs().to_numpy(),
+                                lambda j: prec.name(ka[j], ", through exp")),
+                "ppl_incorrect": (prec.rel(kb) * new["ppl_incorrect"].abs().to_numpy(),
+                                  lambda j: prec.name(kb[j], ", through exp")),
+                "delta_ppl": (prec.rel(ka) * new["ppl_correct"].abs().to_numpy()
+                              + prec.rel(kb) * new["ppl_incorrect"].abs().to_numpy(),
+                              lambda j: prec.name(ka[j] + kb[j], ", through exp"))}
+    return {}
+
+
+def _compare_detail(detail: str, old: pd.DataFrame, new: pd.DataFrame, prec: _Precision
+                    ) -> list[dict]:
+    rules = _detail_rules(detail, new, prec)
+    keys = [c for c in new.columns if c not in rules]
+    bad = _rows_differ(detail, old, new, [c for c in keys if c in old])
+    if bad:
+        return [bad]
+    out, where = [], _where(new)
+    for c in new.columns:
+        if c in rules:
+            t, name = rules[c]
+            out.append(_result(f"{detail}.{c}", _diff(old[c], new[c]), t, name, where))
+        else:
+            out.append(_equal_column(f"{detail}.{c}", old[c], new[c], where))
+    return out
+
+
+def _compare_states(old: np.ndarray, new: np.ndarray, prec: _Precision, texts) -> list[dict]:
+    """Hidden states ``[sentences, layers + 1, hidden]``, a block of sentences at a time (the
+    stored ones memory-mapped): ``|diff| <= STATE_ATOL + rtol |stored|``."""
+    if old.shape != new.shape:
+        return [{"measure": "states", "rows": len(new), "max_abs_diff": np.nan,
+                 "tolerance": 0.0, "tolerance_name": f"shape differs: stored {old.shape}, "
+                 f"recomputed {new.shape}", "where": "", "ok": False}]
+    rtol = prec.state_rtol()
+    name = (f"STATE_ATOL {STATE_ATOL:g} + {'STATE_RTOL' if prec.float32 else 'STATE_RTOL_BF16'}"
+            f" {rtol:g} x |stored|")
+    worst, ok = None, True  # (ratio, diff, tolerance, sentence, layer)
+    for i in range(0, len(old), 64):
+        a = np.asarray(old[i:i + 64], np.float64)
+        d = _diff(a, new[i:i + 64])
+        tol = STATE_ATOL + rtol * np.abs(a)
+        ok &= bool((d <= tol).all())
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(d == 0, 0.0, d / tol)
+        k = np.unravel_index(int(np.argmax(ratio)), ratio.shape)
+        if worst is None or ratio[k] > worst[0]:
+            worst = (ratio[k], d[k], tol[k], i + k[0], k[1] if a.ndim == 3 else 0)
+    if worst is None:
+        return [_result("states", [], [], name, str)]
+    _, diff, tol, sentence, layer = worst
+    text = texts[sentence] if sentence < len(texts) else f"row {sentence}"
+    return [{"measure": "states", "rows": len(new), "max_abs_diff": float(diff),
+             "tolerance": float(tol), "tolerance_name": name,
+             "where": f"sentence {text!r} layer={layer}", "ok": ok}]
+
+
+def _compare_shard(store: Store, tmp: Store, rid: str, name: str, method: str,
+                   prec: _Precision, ctx: dict, unshipped: bool) -> list[dict]:
+    stored, again = _marker_files(store, rid, name), _marker_files(tmp, rid, name)
+    out = []
+    for rel in sorted(set(stored) | set(again)):
+        folder = rel.split("/")[0]
+        if rel not in again or rel not in stored:
+            out.append({"measure": folder, "rows": 0, "max_abs_diff": np.nan, "tolerance": 0.0,
+                        "tolerance_name": f"{rel} is {'not ' if rel not in again else ''}"
+                        f"recomputed but {'not ' if rel not in stored else ''}stored",
+                        "where": "", "ok": False})
+            continue
+        old_path, new_path = store.root / rel, tmp.root / rel
+        if rel.endswith(".npy"):
+            if unshipped and not old_path.exists():
+                out.append({"measure": "states", "rows": 0, "max_abs_diff": np.nan,
+                            "tolerance": np.nan, "tolerance_name": "not shipped: not compared "
+                            "(the probes are recomputed from recomputed states)", "where": "",
+                            "ok": True})
+                continue
+            texts = list(pd.read_parquet(tmp.root / f"neuro_sentences/run={rid}/"
+                                                    f"{name}.parquet")["text"]) \
+                if (tmp.root / f"neuro_sentences/run={rid}/{name}.parquet").exists() else []
+            out += _compare_states(np.load(old_path, mmap_mode="r"), np.load(new_path), prec,
+                                   texts)
+        elif folder == "measures":
+            out += _compare_measures(method, pd.read_parquet(old_path),
+                                     pd.read_parquet(new_path), prec, ctx)
+        else:
+            out += _compare_detail(folder, pd.read_parquet(old_path), pd.read_parquet(new_path),
+                                   prec)
+    return out
+
+
+# --- recomputing ---------------------------------------------------------------------------------
+
+def _load_args(key: dict, device: str) -> tuple:
+    """The arguments :func:`xcomps_utils.runs.execute.repair` loads a run's model with (so the
+    model it loaded is the one :func:`xcomps_utils.runs.planner.load` has cached)."""
+    rev = key.get("model_revision")
+    return (key["model"], key["device"] if device == "auto" else device, key["dtype"],
+            rev if rev and re.fullmatch(r"[0-9a-f]{40}", str(rev)) else None)
+
+
+def _meta_tokens(key: dict, device: str, pairs: pd.DataFrame) -> tuple[dict, dict]:
+    """Per pair, the tokens of each Meta answer (tokenized alone, plus one), as the Meta shard
+    counts them for its near-tie tolerance."""
+    from ..methods.meta import build_meta_prompts
+
+    lm = planner.load(*_load_args(key, device))
+    p = planner.parameters_of(key)
+    first = build_meta_prompts(pairs.reset_index(drop=True), p["use_chat_template"],
+                               lm.tokenizer).query("order == 0").set_index("pair")
+    keys = _pair_key(pairs)
+    count = {a: {k: len(lm.tokenizer(first.at[i, a], add_special_tokens=False)["input_ids"]) + 1
+                 for i, k in enumerate(keys)} for a in ("answer_good", "answer_bad")}
+    return count["answer_good"], count["answer_bad"]
+
+
+def _setup(store: Store, tmp_root: Path, rid: str, link: list[str]) -> Store:
+    """A temporary store holding the run's record (status ``running``: only its done shards are
+    checked), its pairs, and the stored shards of ``link`` (marker copied, files symlinked:
+    read, never written)."""
+    src, dst = store.root / "runs" / rid, tmp_root / "runs" / rid
+    (dst / "done").mkdir(parents=True)
+    record = json.loads((src / "run.json").read_text())
+    record["status"] = "running"
+    (dst / "run.json").write_text(json.dumps(record, indent=1, default=str, ensure_ascii=False))
+    shutil.copyfile(src / "pairs.parquet", dst / "pairs.parquet")
+    for name in link:
+        for rel in _marker_files(store, rid, name):
+            (tmp_root / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink((store.root / rel).resolve(), tmp_root / rel)
+        shutil.copyfile(src / "done" / name, dst / "done" / name)
+    return Store(tmp_root)
+
+
+def _job(store: Store, unit: dict, job: dict, device: str, unshipped: bool, log) -> list[dict]:
+    rid, method = unit["run"], unit["method"]
+    key = store.run(rid).record["key"]
+    prec = _Precision(key.get("dtype", "float32"), key.get("model"))
+    with tempfile.TemporaryDirectory(prefix="xcomps-audit-") as d:
+        tmp = _setup(store, Path(d), rid, job["link"])
+        problems = [{"run": rid, "shard": n, "file": f"runs/{rid}/done/{n}",
+                     "problem": "audit: recomputed", "repair": "recompute"}
+                    for n in job["recompute"]]
+        start = time.perf_counter()
+        try:
+            execute.repair(tmp, problems, device=device)
+        except (StoreError, ValueError, ImportError, OSError) as err:
+            raise AuditError(f"run {rid}, shard {', '.join(job['recompute'])}: cannot "
+                             f"recompute it here: {' '.join(str(err).split())}") from err
+        seconds = time.perf_counter() - start
+        rows = []
+        for name in job["compare"]:
+            ctx = {}
+            if method == "token_ppl" and name != "probes":
+                groups = pd.read_parquet(tmp.root / f"ppl_groups/run={rid}/{name}.parquet")
+                ctx["ppl_bounds"] = _ppl_bounds(groups, prec)
+            if method == "meta":
+                size = store.run(rid).record["shard_size"]
+                i = int(name.removeprefix("shard-"))
+                pairs = store.run(rid).pairs().iloc[i * size:(i + 1) * size]
+                ctx["meta_tokens"] = _meta_tokens(key, device, pairs)
+            for r in _compare_shard(store, tmp, rid, name, method, prec, ctx, unshipped):
+                rows.append({"run": rid, "method": method, "model": unit["model"],
+                             "shard": name, **r})
+    bad = sum(not r["ok"] for r in rows)
+    log(f"audit: {rid} {', '.join(job['recompute'])}: recomputed in {seconds:.1f} s, "
+        f"{len(rows)} comparison(s), " + (f"{bad} out of tolerance" if bad else "all within "
+                                          "tolerance"))
+    return rows
+
+
+def audit(store: str | os.PathLike | Store, sample: int | None = None, seed: int = 0,
+          device: str = "auto", runs: list[str] | None = None, log=None) -> pd.DataFrame:
+    """Verify a store, then recompute a seeded sample of its shards and compare (module doc).
+
+    Nothing is written into ``store``: each shard is recomputed into a temporary store (the
+    run's record and pairs copied, the stored state shards the probes read linked) through
+    :func:`xcomps_utils.runs.execute.repair`, with the run's model, dtype, device kind and
+    parameters.
+
+    Args:
+        store: the results store (a folder or a :class:`~xcomps_utils.runs.store.Store`).
+        sample: units to recompute in all (:func:`plan_sample`; default one per (method,
+            model)).
+        seed: the seed of the draw.
+        device: where to load each run's model (``"auto"``: the run's device kind; the run's
+            device kind is required, as for a repair).
+        runs: audit only these runs (verified and drawn from; default: the whole store).
+        log: ``log(line)`` for progress (default: silent).
+
+    Returns:
+        one row per compared measure or column (:data:`AUDIT_COLUMNS`): ``run``, ``method``,
+        ``model``, ``shard``, ``measure`` (a measure name; ``<detail>.<column>`` for a detail
+        table; ``states``), ``rows`` compared, ``max_abs_diff`` and ``tolerance`` at the row
+        furthest past (or nearest to) its tolerance (for a constant tolerance, the largest
+        difference; ``NaN`` for text columns), ``tolerance_name`` (the rule, e.g.
+        ``FLOAT32_TOKEN_TOLERANCE x 12 tokens``), ``where`` (that row's pair or sentence),
+        ``ok``. ``attrs``: ``units`` (the draw), ``not_shipped`` (Neuro runs without states),
+        ``seconds``.
+
+    Raises:
+        AuditError: the store does not verify (names the first problem), holds no finished
+            shard, or a run cannot be recomputed here (another device kind, other weights, its
+            model not installed: names the run, the shard and the cause).
+        ValueError: ``sample`` below the number of (method, model) combinations.
+        KeyError: a run of ``runs`` is not in the store.
+    """
+    log = log or (lambda line: None)
+    store = store if isinstance(store, Store) else Store(store)
+    if not store.ids():
+        raise AuditError(f"{store.root} holds no run (no runs/*/run.json): nothing to audit")
+    for rid in runs or []:
+        store.run(rid)  # KeyError naming the store's runs
+    start = time.perf_counter()
+    unshipped = _check(store, runs)
+    log(f"audit: verify: {len(runs or store.ids())} run(s), every shard as recorded"
+        + (f" (the states of {len(unshipped)} Neuro run(s) not shipped: "
+           f"{', '.join(sorted(unshipped))})" if unshipped else ""))
+    candidates = units(store, unshipped, runs)
+    if not candidates:
+        raise AuditError(f"{store.root}: no finished shard to audit")
+    drawn = plan_sample(candidates, sample, seed)
+    log(f"audit: {len(drawn)} of {len(candidates)} shard(s) drawn (seed {seed}): "
+        + ", ".join(f"{u['run']} {u['label']}" for u in drawn))
+    rows = []
+    for u in drawn:
+        for job in u["jobs"]:
+            rows += _job(store, u, job, device, u["run"] in unshipped, log)
+    out = pd.DataFrame(rows, columns=AUDIT_COLUMNS)
+    out.attrs.update(units=[(u["run"], u["label"]) for u in drawn],
+                     not_shipped=sorted(unshipped), seconds=time.perf_counter() - start)
+    return out
+
+
+def failures(table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of an :func:`audit` table out of tolerance."""
+    return table[~table["ok"].astype(bool)]
+
+
+def failure_line(row) -> str:
+    """One failure in one line: ``run <id>, shard <name>: <measure> differs by X > tolerance T
+    (<name>)`` (text and row mismatches: what differs), with where."""
+    at = f" at {row['where']}" if row["where"] else ""
+    if np.isnan(row["max_abs_diff"]):
+        return f"run {row['run']}, shard {row['shard']}: {row['measure']}: {row['tolerance_name']}{at}"
+    return (f"run {row['run']}, shard {row['shard']}: {row['measure']} differs by "
+            f"{row['max_abs_diff']:.3g} > tolerance {row['tolerance']:.3g} "
+            f"({row['tolerance_name']}){at}")
