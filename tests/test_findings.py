@@ -80,3 +80,21 @@ def test_findings_page_shows_what_the_pages_printed(tmp_path, monkeypatch):
     counts = next(t for t in texts if "<table" in t and "cannot be decided" in t)
     assert "confirmatory" in counts and "(not named)" in counts and not any(
         o.get("output_type") == "error" for c in nb["cells"] for o in c.get("outputs", []))
+
+
+def test_deciding_sizes_say_decided_how_many_more_or_why_never(tmp_path, monkeypatch):
+    """One row per test: a decided one says so; an inconclusive one the units for 80% power at
+    its SESOI (its items_needed); one that cannot be decided its reason."""
+    _verdict_folder(tmp_path / "verdicts", monkeypatch)
+    items = pd.DataFrame({"pair_id": np.arange(40).astype(str),
+                          "accuracy": np.r_[np.ones(21), np.zeros(19)]})
+    monkeypatch.setenv("XCOMPS_CHAPTER", "direct_scoring")
+    weak = perplexity_paper.above_chance(items.assign(task="dust"), "dust", n_boot=300)
+    claims.claims_markdown([weak])
+    rows, _ = claims.read_verdicts(tmp_path / "verdicts")
+    sizes = claims.deciding_sizes(rows)
+    got = dict(zip(sizes["verdict"] + ":" + sizes["n"].astype(str), sizes["to decide"]))
+    assert got["supported:60"] == "decided" and got["contradicted:60"] == "decided"
+    assert weak.verdict == "inconclusive" and weak.items_needed and weak.items_needed > 40
+    assert got["inconclusive:40"] == f"about {weak.items_needed:,} items (80% power at the SESOI)"
+    assert got["cannot be decided:5"].startswith("not by more items of these: ")

@@ -1141,6 +1141,32 @@ def findings_markdown(rows: pd.DataFrame, digits: int = 2) -> str:
     return _framed(lines)
 
 
+
+def deciding_sizes(rows: pd.DataFrame) -> pd.DataFrame:
+    """What size decides each test of :func:`read_verdicts` (issue 31's publish sizes): a row
+    per test with ``page``, ``claim``, ``model``, ``verdict``, ``n`` (units behind it now),
+    ``unit`` and ``to decide``: "decided" for a supported, contradicted or equivalent verdict;
+    for an inconclusive one, about how many units give an 80% chance of deciding an effect of
+    the smallest size of interest (``items_needed``, from the interval's width,
+    :func:`items_needed`), or that no SESOI is declared; for "cannot be decided", why no outcome
+    of the test can reach the level at any size of these units (its ``reason``)."""
+    out = []
+    for _, row in rows.iterrows():
+        v = row["verdict"]
+        if v in ("supported", "contradicted", "equivalent"):
+            what = "decided"
+        elif v == "inconclusive":
+            need = pd.to_numeric(row.get("items_needed"), errors="coerce")
+            what = (f"about {int(need):,} {row['unit']}s (80% power at the SESOI)"
+                    if np.isfinite(need) else "no smallest effect of interest declared")
+        else:
+            what = f"not by more {row['unit']}s of these: {row.get('reason') or 'too few units'}"
+        out.append({"page": row["page"], "claim": row["claim"], "model": row["model"],
+                    "verdict": v, "n": int(row["n_items"]), "unit": row["unit"],
+                    "to decide": what})
+    return pd.DataFrame(out, columns=["page", "claim", "model", "verdict", "n", "unit",
+                                      "to decide"])
+
 # --- accuracy helpers -------------------------------------------------------------------------
 
 def decided_rows(df: pd.DataFrame, correct: str) -> pd.DataFrame:
