@@ -8,16 +8,22 @@ tests) and ``planted_wrong.py`` (edits of the reference solution that plant mist
    get, with the public checks) and ``build/<name>/dist/autograder/`` (the reference solution and
    the autograder zip with every test, hidden ones included);
 2. ``otter run`` grades the reference solution: it must score full marks;
-3. ``otter run`` grades the planted wrong solution: it must score less than full marks.
+3. ``otter run`` grades the planted wrong solution: it must score less than full marks;
+4. every written question (``manual: true``, graded by hand, no tests) carries a rubric in its
+   hidden solution (a paragraph starting ``**Rubric``), so the autograder copy tells a grader
+   what full and partial credit look like.
 
-Exits non-zero if either expectation breaks for any assignment. Usage:
-``python assignments/grade.py [name ...]`` (default: every assignment).
+Exits non-zero if any expectation breaks for any assignment. Usage:
+``python assignments/grade.py [name ...]`` (default: every assignment; e.g.
+``.venv/bin/python assignments/grade.py a6_languages`` grades one).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,6 +32,7 @@ from pathlib import Path
 
 import jupytext
 import nbformat
+import yaml
 
 HERE = Path(__file__).resolve().parent
 BUILD = HERE / "build"
@@ -37,6 +44,18 @@ def _otter(*args: str, cwd: Path) -> None:
     if proc.returncode:
         sys.stderr.write(proc.stdout + proc.stderr)
         raise SystemExit(f"otter {args[0]} failed in {cwd}")
+
+
+def questions(name: str) -> list[dict]:
+    """The questions of a master notebook in order: ``name``, ``points``, ``manual`` and, for a
+    written one, ``rubric`` (whether its solution holds a ``**Rubric`` paragraph)."""
+    text = (HERE / name / f"{name}.md").read_text(encoding="utf-8")
+    out = []
+    for m in re.finditer(r"```otter\n# BEGIN QUESTION\n(.*?)```(.*?)# END QUESTION", text, re.S):
+        cfg = yaml.safe_load(m.group(1)) or {}
+        out.append({"name": cfg.get("name", "?"), "points": cfg.get("points", 0),
+                    "manual": bool(cfg.get("manual")), "rubric": "**Rubric" in m.group(2)})
+    return out
 
 
 def assign(name: str) -> Path:
@@ -77,8 +96,14 @@ def run(name: str, autograder_zip: Path, submission: Path, out: Path) -> dict:
     return {"score": score, "possible": possible, "failed": failed}
 
 
+def _cpu(since: os.times_result) -> float:
+    """CPU seconds of the child processes (otter and its kernels) since ``since``."""
+    now = os.times()
+    return (now.children_user - since.children_user) + (now.children_system - since.children_system)
+
+
 def grade(name: str) -> bool:
-    t0 = time.time()
+    t0, c0 = time.time(), os.times()
     dist = assign(name)
     zips = sorted((dist / "autograder").glob(f"{name}-autograder_*.zip"))
     if not zips:
@@ -91,12 +116,17 @@ def grade(name: str) -> bool:
     bad = run(name, zips[-1], wrong, BUILD / name / "results-planted-wrong")
     ok_ref = ref["possible"] > 0 and ref["score"] == ref["possible"]
     ok_bad = bad["score"] < bad["possible"]
+    written = [q for q in questions(name) if q["manual"]]
+    no_rubric = [q["name"] for q in written if not q["rubric"]]
     print(f"[grade] {name}: reference {ref['score']:g}/{ref['possible']:g} "
           f"({'full marks' if ok_ref else 'NOT full marks: ' + ', '.join(ref['failed'])}); "
           f"planted wrong {bad['score']:g}/{bad['possible']:g} "
           f"({'fails ' + ', '.join(bad['failed']) if ok_bad else 'NOT caught: full marks'}); "
-          f"{time.time() - t0:.0f} s", flush=True)
-    return ok_ref and ok_bad
+          f"written {', '.join(q['name'] for q in written) or 'none'} "
+          f"({sum(q['points'] for q in written)} points by hand"
+          + (f"; NO RUBRIC: {', '.join(no_rubric)}" if no_rubric else ", each with a rubric")
+          + f"); {time.time() - t0:.0f} s wall, {_cpu(c0):.0f} s CPU", flush=True)
+    return ok_ref and ok_bad and not no_rubric
 
 
 def main(argv: list[str]) -> int:

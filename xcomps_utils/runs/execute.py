@@ -672,7 +672,7 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
     this selection, executed in this process (:func:`execute`).
 
     For each method, the run's key (model and weights identity, dtype, device kind, BOS policy,
-    a SHA-256 of the pairs' identifiers and texts, the method's parameters, package version) names
+    a SHA-256 of the pairs' identifiers and texts, the method's parameters, its computation version) names
     a run of the store. A complete run is read, an unfinished one resumes from its finished
     shards, a new one is computed shard by shard. A model given by name is loaded only if some
     run must be computed.

@@ -1,4 +1,4 @@
-"""The planted wrong solution of assignment 2 (assignments/grade.py): edits of the reference
+"""The planted wrong solution of assignment 4 (assignments/grade.py): edits of the reference
 solution, each a mistake students make. `make grade` fails unless it scores below full marks."""
 
 REPLACEMENTS = [
