@@ -1,13 +1,18 @@
 """CPU scoring throughput, side by side in one process: plain loop, minicons, lm-eval, xcomps_utils.
 
-Same model (the embedded smollm2-135m-instruct, float32), same BLiMP anaphor_gender_agreement
-pairs. Reports pairs per second, the ratio of xcomps_utils to each, the largest absolute
-difference of sentence log-probabilities from a plain one-sentence-at-a-time loop under the same
-first-token convention, the achieved model GFLOP/s (2 x parameters x tokens / time) and the
-measured float32 matrix-product rate of this machine.
+Same model (an embedded model, ``--model``, float32; default smollm2-135m-instruct), same BLiMP
+anaphor_gender_agreement pairs. Reports pairs per second, the ratio of xcomps_utils to each, the
+achieved model GFLOP/s (2 x parameters x tokens / time) and the measured float32 matrix-product
+rate of this machine. On sentences every scorer's first-token convention is stated (what it feeds
+the model before the text and what it scores: minicons' ``bos_token=True`` gives Gemma, whose
+tokenizer already adds a BOS, two of them), with the largest absolute difference of its sentence
+log-probabilities from a plain one-sentence-at-a-time loop under the same convention and from
+the plain loop with one BOS (the project's convention), and the pairs whose decision
+(``good > bad``) differs from that loop's.
 
     .venv/bin/pip install -r benchmarks/requirements.txt
     XCOMPS_DATA_DIR=../shared/data .venv/bin/python benchmarks/cpu_scoring.py [--pairs 1000]
+    ... benchmarks/cpu_scoring.py --model gemma-3-270m --pairs 300 --parts sentences --skip lm_eval
 """
 
 from __future__ import annotations
@@ -39,26 +44,50 @@ def matmul_gflops(n: int = 2048, reps: int = 10) -> float:
 
 
 @torch.inference_mode()
-def plain_loop(lm, texts, policy):
-    """One sentence at a time, no padding, full log-softmax of the float32 logits taken in float64
-    (a float32 log-softmax over a 49k vocabulary is itself only good to ~1e-5 nats per token)."""
-    tok, out = lm.tokenizer, []
-    first = tok.bos_token_id
-    for t in texts:
-        ids = [first] + tok(" " + t if policy == "lm_eval" else t, add_special_tokens=False)["input_ids"]
+def plain_ids_loop(lm, seqs, first=1):
+    """One token sequence at a time, no padding, full log-softmax of the float32 logits taken in
+    float64 (a float32 log-softmax over a 49k vocabulary is itself only good to ~1e-5 nats per
+    token): the sum of log p(ids[t] | ids[:t]) for t >= ``first``."""
+    out = []
+    for ids in seqs:
         logp = lm.model(torch.tensor([ids])).logits[0].double().log_softmax(-1)
-        out.append(float(logp[torch.arange(len(ids) - 1), torch.tensor(ids[1:])].sum()))
+        out.append(float(logp[torch.arange(first - 1, len(ids) - 1), torch.tensor(ids[first:])].sum()))
     return np.array(out)
 
 
-def run_minicons(path, texts, batch_size):
+def plain_loop(lm, texts, policy):
+    """BOS + text (``policy="bos"``) or BOS + " " + text (``"lm_eval"``), every text token scored."""
+    tok = lm.tokenizer
+    return plain_ids_loop(lm, [[tok.bos_token_id] + tok(" " + t if policy == "lm_eval" else t,
+                                                        add_special_tokens=False)["input_ids"]
+                               for t in texts])
+
+
+def minicons_ids(tok, text, bos_token):
+    """The ids minicons' ``IncrementalLMScorer`` feeds for one text (before padding): the
+    tokenizer's own special tokens, after a BOS string with ``bos_token=True``. It scores every
+    token but the first."""
+    return tok((tok.bos_token if bos_token else "") + text)["input_ids"]
+
+
+def minicons_convention(tok, bos_token):
+    ids = minicons_ids(tok, "The cat sat.", bos_token)
+    k = next((i for i, t in enumerate(ids) if t != tok.bos_token_id), len(ids))
+    if k == 0:
+        return "text, first token context only (unscored)"
+    if k == 1:
+        return "BOS + text (as the plain loop)"
+    return f"{k} x BOS + text; the BOS after the first scored"
+
+
+def run_minicons(path, texts, batch_size, bos_token=True):
     from minicons import scorer
 
     s = scorer.IncrementalLMScorer(str(path), device="cpu")
     out = []
     for i in range(0, len(texts), batch_size):
         out += s.sequence_score(texts[i:i + batch_size], reduction=lambda x: x.sum(0).item(),
-                                bos_token=True)
+                                bos_token=bos_token)
     return np.array(out)
 
 
@@ -114,27 +143,40 @@ def main():
     ap.add_argument("--prompt-items", type=int, default=100,
                     help="BLiMP pairs turned into perplexity prompts (8 prompt pairs each)")
     ap.add_argument("--check", type=int, default=300,
-                    help="texts of the meta/prompts parts checked against a plain loop")
+                    help="texts of the meta/prompts parts checked against a plain loop (and "
+                         "sentences against one under minicons' convention)")
     ap.add_argument("--skip", nargs="*", default=[], help="peers to skip: plain minicons lm_eval")
+    ap.add_argument("--model", default="smollm2-135m-instruct", choices=list(models.EMBEDDED_MODELS),
+                    help="embedded model, float32")
     args = ap.parse_args()
-    lm = models.load_model("smollm2-135m-instruct", device="cpu", dtype="float32")
+    lm = models.load_model(args.model, device="cpu", dtype="float32")
     path = lm.source["converted_to"]
     n_params = sum(p.numel() for p in lm.model.parameters())
     gemm = matmul_gflops()
-    print(f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
+    print(f"{args.model}, {n_params / 1e6:.1f} M parameters; "
+          f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
           f"torch {torch.__version__}, transformers {transformers.__version__}; float32 matmul "
           f"{gemm:.0f} GFLOP/s; xcomps_utils token budget {encoding.default_token_budget(lm)}")
     scoring.sequence_scores(lm, ["A warm-up sentence."] * 64)  # kernels, the LM-head check
 
-    def table(title, unit, n, tokens, rows, ours):
+    def table(title, unit, n, tokens, rows, ours, conventions=None):
+        """``rows``: name -> (seconds, max abs diff vs the plain loop); with ``conventions``
+        (name -> (convention, max abs diff vs the plain BOS loop, flips)) three more columns."""
         print(f"\n### {title}\n\n{n} {unit}, {tokens} tokens as full texts (with BOS)\n")
-        print(f"| scorer | {unit}/s | {ours} / it | model GFLOP/s | % of matmul | "
-              f"max abs diff vs plain loop (nats) |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: |")
+        extra = ("| first-token convention " if conventions else "")
+        print(f"| scorer {extra}| {unit}/s | {ours} / it | model GFLOP/s | % of matmul | "
+              f"max abs diff vs plain loop{', same convention' if conventions else ''} (nats) |"
+              + (f" max abs diff vs plain BOS loop (nats/sentence) | flips of {n} pairs vs "
+                 "plain BOS loop |" if conventions else ""))
+        print("| --- " + ("| --- " if conventions else "") + "| ---: | ---: | ---: | ---: | ---: |"
+              + ("---: | ---: |" if conventions else ""))
         for name, (secs, diff) in rows.items():
             flops = 2 * n_params * tokens / secs / 1e9
-            print(f"| {name} | {n / secs:.1f} | {rows[ours][0] and secs / rows[ours][0]:.2f} | "
-                  f"{flops:.0f} | {100 * flops / gemm:.0f}% | {diff:.2e} |")
+            conv = conventions.get(name, ("", float("nan"), "")) if conventions else None
+            print(f"| {name} " + (f"| {conv[0]} " if conv else "")
+                  + f"| {n / secs:.1f} | {rows[ours][0] and secs / rows[ours][0]:.2f} | "
+                  f"{flops:.0f} | {100 * flops / gemm:.0f}% | {diff:.2e} |"
+                  + (f" {conv[1]:.2e} | {conv[2]} |" if conv else ""))
 
     def timed(f):
         start = time.perf_counter()
@@ -147,28 +189,57 @@ def main():
     if "sentences" in args.parts:
         pairs = data.sample_pairs(tasks.load("blimp_anaphor"), args.pairs, seed=0)
         texts = list(pairs.good) + list(pairs.bad)
-        rows, ref = {}, {}
+        n = len(pairs)
+        rows, ref, conv = {}, {}, {}
+        tok = lm.tokenizer
+
+        def versus_bos(name, convention, got):
+            """The convention and the distance from the plain BOS loop (difference, flips)."""
+            if "bos" not in ref:
+                conv[name] = (convention, float("nan"), "")
+                return
+            got, base = np.asarray(got), ref["bos"]
+            flips = int(((got[:n] > got[n:]) != (base[:n] > base[n:])).sum())
+            conv[name] = (convention, maxdiff(got, base), flips)
+
         if "plain" not in args.skip:
             secs, ref["bos"] = timed(lambda: plain_loop(lm, texts, "bos"))
-            rows["plain loop (bos), one sentence at a time"] = (secs, 0.0)
+            name = "plain loop (bos), one sentence at a time"
+            rows[name] = (secs, 0.0)
+            versus_bos(name, "BOS + text", ref["bos"])
             ref["lm_eval"] = plain_loop(lm, texts, "lm_eval")  # reference only, not timed
+        labels = {"bos": "BOS + text", "lm_eval": "BOS + \" \" + text"}
         for policy in ("bos", "lm_eval"):
             secs, got = timed(lambda: scoring.sequence_scores(lm, texts, bos_policy=policy))
-            rows[f"xcomps_utils ({policy} policy)"] = (secs, maxdiff(got.logprob_sum, ref.get(policy, [])))
+            name = f"xcomps_utils ({policy} policy)"
+            rows[name] = (secs, maxdiff(got.logprob_sum, ref.get(policy, [])))
+            versus_bos(name, labels[policy], got.logprob_sum)
         secs, got = timed(lambda: scoring.sequence_scores(lm, texts, batch_size=args.batch_size,
                                                           token_budget=None, shared_prefix=False))
-        rows[f"xcomps_utils (bos), batch {args.batch_size} like the peers"] = (
-            secs, maxdiff(got.logprob_sum, ref.get("bos", [])))
+        name = f"xcomps_utils (bos), batch {args.batch_size} like the peers"
+        rows[name] = (secs, maxdiff(got.logprob_sum, ref.get("bos", [])))
+        versus_bos(name, labels["bos"], got.logprob_sum)
         if "minicons" not in args.skip:
-            secs, got = timed(lambda: run_minicons(path, texts, args.batch_size))
-            rows[f"minicons batch {args.batch_size} (bos_token=True)"] = (secs, maxdiff(got, ref.get("bos", [])))
+            for bos_token in (True, False):
+                secs, got = timed(lambda: run_minicons(path, texts, args.batch_size, bos_token))
+                # reference under minicons' own convention: its ids, scored from the second
+                seqs = [minicons_ids(tok, t, bos_token) for t in texts[:args.check]]
+                if "bos" in ref and all(ids == [tok.bos_token_id] + tok(t, add_special_tokens=False)
+                                        ["input_ids"] for ids, t in zip(seqs, texts)):
+                    same = ref["bos"][:len(seqs)]  # the plain loop's own ids
+                else:
+                    same = plain_ids_loop(lm, seqs)
+                name = f"minicons batch {args.batch_size} (bos_token={bos_token})"
+                rows[name] = (secs, maxdiff(got, same))
+                versus_bos(name, minicons_convention(tok, bos_token), got)
         if "lm_eval" not in args.skip:
             secs, ll = run_lm_eval(path, [""] * len(pairs), list(zip(pairs.good, pairs.bad)),
                                    args.batch_size)
-            rows[f"lm-eval batch {args.batch_size} (BOS + ' ' + text)"] = (
-                secs, maxdiff(np.r_[ll[:, 0], ll[:, 1]], ref.get("lm_eval", [])))
-        table("Sentences: BLiMP anaphor_gender_agreement", "pairs", len(pairs),
-              n_tokens(lm, texts), rows, "xcomps_utils (bos policy)")
+            name = f"lm-eval batch {args.batch_size} (BOS + ' ' + text)"
+            rows[name] = (secs, maxdiff(np.r_[ll[:, 0], ll[:, 1]], ref.get("lm_eval", [])))
+            versus_bos(name, labels["lm_eval"], np.r_[ll[:, 0], ll[:, 1]])
+        table(f"Sentences: BLiMP anaphor_gender_agreement, {args.model}", "pairs", n,
+              n_tokens(lm, texts), rows, "xcomps_utils (bos policy)", conv)
 
     if "meta" in args.parts:
         xc = xcomps.load_languages(["en", "de", "fr", "zh", "vi", "tr", "hu"])  # the sample
