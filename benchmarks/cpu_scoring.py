@@ -12,7 +12,7 @@ the plain loop with one BOS (the project's convention), and the pairs whose deci
 
     .venv/bin/pip install -r benchmarks/requirements.txt
     XCOMPS_DATA_DIR=../shared/data .venv/bin/python benchmarks/cpu_scoring.py [--pairs 1000]
-    ... benchmarks/cpu_scoring.py --model gemma-3-270m --pairs 300 --parts sentences --skip lm_eval
+    ... benchmarks/cpu_scoring.py --model gemma-3-270m --pairs 300 --parts sentences --rounds 2
 """
 
 from __future__ import annotations
@@ -80,10 +80,8 @@ def minicons_convention(tok, bos_token):
     return f"{k} x BOS + text; the BOS after the first scored"
 
 
-def run_minicons(path, texts, batch_size, bos_token=True):
-    from minicons import scorer
-
-    s = scorer.IncrementalLMScorer(str(path), device="cpu")
+def run_minicons(s, texts, batch_size, bos_token=True):
+    """Sentence sums from a minicons ``IncrementalLMScorer`` ``s``, ``batch_size`` texts a call."""
     out = []
     for i in range(0, len(texts), batch_size):
         out += s.sequence_score(texts[i:i + batch_size], reduction=lambda x: x.sum(0).item(),
@@ -146,6 +144,8 @@ def main():
                     help="texts of the meta/prompts parts checked against a plain loop (and "
                          "sentences against one under minicons' convention)")
     ap.add_argument("--skip", nargs="*", default=[], help="peers to skip: plain minicons lm_eval")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="sentences: time xcomps_utils and minicons this many times in turn (median)")
     ap.add_argument("--model", default="smollm2-135m-instruct", choices=list(models.EMBEDDED_MODELS),
                     help="embedded model, float32")
     args = ap.parse_args()
@@ -209,19 +209,23 @@ def main():
             versus_bos(name, "BOS + text", ref["bos"])
             ref["lm_eval"] = plain_loop(lm, texts, "lm_eval")  # reference only, not timed
         labels = {"bos": "BOS + text", "lm_eval": "BOS + \" \" + text"}
+        # The timed scorers, run in turn --rounds times (the median time is reported): on a
+        # shared machine the load moves within minutes, and a scorer timed once, minutes
+        # before another, can gain or lose a factor of 1.5 from it alone.
+        timed_scorers = {}  # name -> (convention, reference key or array, scorer)
         for policy in ("bos", "lm_eval"):
-            secs, got = timed(lambda: scoring.sequence_scores(lm, texts, bos_policy=policy))
-            name = f"xcomps_utils ({policy} policy)"
-            rows[name] = (secs, maxdiff(got.logprob_sum, ref.get(policy, [])))
-            versus_bos(name, labels[policy], got.logprob_sum)
-        secs, got = timed(lambda: scoring.sequence_scores(lm, texts, batch_size=args.batch_size,
-                                                          token_budget=None, shared_prefix=False))
-        name = f"xcomps_utils (bos), batch {args.batch_size} like the peers"
-        rows[name] = (secs, maxdiff(got.logprob_sum, ref.get("bos", [])))
-        versus_bos(name, labels["bos"], got.logprob_sum)
+            timed_scorers[f"xcomps_utils ({policy} policy)"] = (
+                labels[policy], policy,
+                lambda policy=policy: scoring.sequence_scores(lm, texts, bos_policy=policy).logprob_sum)
+        timed_scorers[f"xcomps_utils (bos), batch {args.batch_size} like the peers"] = (
+            labels["bos"], "bos",
+            lambda: scoring.sequence_scores(lm, texts, batch_size=args.batch_size, token_budget=None,
+                                            shared_prefix=False).logprob_sum)
         if "minicons" not in args.skip:
+            from minicons import scorer
+
+            mc = scorer.IncrementalLMScorer(str(path), device="cpu")
             for bos_token in (True, False):
-                secs, got = timed(lambda: run_minicons(path, texts, args.batch_size, bos_token))
                 # reference under minicons' own convention: its ids, scored from the second
                 seqs = [minicons_ids(tok, t, bos_token) for t in texts[:args.check]]
                 if "bos" in ref and all(ids == [tok.bos_token_id] + tok(t, add_special_tokens=False)
@@ -229,9 +233,22 @@ def main():
                     same = ref["bos"][:len(seqs)]  # the plain loop's own ids
                 else:
                     same = plain_ids_loop(lm, seqs)
-                name = f"minicons batch {args.batch_size} (bos_token={bos_token})"
-                rows[name] = (secs, maxdiff(got, same))
-                versus_bos(name, minicons_convention(tok, bos_token), got)
+                timed_scorers[f"minicons batch {args.batch_size} (bos_token={bos_token})"] = (
+                    minicons_convention(tok, bos_token), same,
+                    lambda bos_token=bos_token: run_minicons(mc, texts, args.batch_size, bos_token))
+        times, results = {name: [] for name in timed_scorers}, {}
+        for _ in range(args.rounds):
+            for name, (_, _, f) in timed_scorers.items():
+                secs, results[name] = timed(f)
+                times[name].append(secs)
+        for name, (convention, reference, _) in timed_scorers.items():
+            reference = ref.get(reference, []) if isinstance(reference, str) else reference
+            rows[name] = (float(np.median(times[name])), maxdiff(results[name], reference))
+            versus_bos(name, convention, results[name])
+            shift = (f"; mean difference from the plain BOS loop "
+                     f"{np.mean(np.asarray(results[name]) - ref['bos']):+.3g} nats/sentence"
+                     if "bos" in ref else "")
+            print(f"{name}: {', '.join(f'{t:.1f}' for t in times[name])} s{shift}")
         if "lm_eval" not in args.skip:
             secs, ll = run_lm_eval(path, [""] * len(pairs), list(zip(pairs.good, pairs.bad)),
                                    args.batch_size)
