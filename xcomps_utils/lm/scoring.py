@@ -59,6 +59,11 @@ __all__ = ["BOS_POLICIES", "TokenScores", "token_scores", "continuation_scores",
 #: Logits exist for at most this many (position x vocabulary) elements at a time.
 LOGIT_CHUNK_ELEMENTS = 2 ** 23
 
+#: On a CPU the LM head runs on blocks of this many vocabulary rows (:func:`_blocked_logprobs`)
+CPU_VOCAB_BLOCK = 1024
+#: ... for up to this many positions at once, gathered over forward passes (:func:`score_encoded`).
+CPU_HEAD_POSITIONS = 2048
+
 
 _FLOAT32_HEADS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -146,11 +151,82 @@ def _head_matches(lm: LanguageModel) -> bool:
     return lm.fast_head
 
 
+def _blockable(lm: LanguageModel, states: torch.Tensor, hidden: bool) -> bool:
+    """Can :func:`_blocked_logprobs` replace the module's own head? On a CPU, for a plain
+    ``nn.Linear`` head without hooks (a hooked or custom head goes through :func:`_head`, which
+    calls the module)."""
+    if not hidden or states.device.type != "cpu":
+        return False
+    head = lm.model.get_output_embeddings()
+    return (type(head) is torch.nn.Linear and not head._forward_hooks
+            and not head._forward_pre_hooks)
+
+
+@torch.inference_mode()
+def _blocked_logprobs(lm: LanguageModel, states: torch.Tensor, tgt: torch.Tensor) -> np.ndarray:
+    """:func:`_target_logprobs` on a CPU: the head's product and the normalisation a block of
+    :data:`CPU_VOCAB_BLOCK` vocabulary rows at a time, for up to :data:`CPU_HEAD_POSITIONS`
+    positions at once.
+
+    Why: a chunk of all ``V`` logits for a few positions (the GPU path) streams the whole head
+    weight from memory for every chunk and writes a logits tensor larger than the cache: on
+    Gemma-3-270M (``V`` = 262,144, 671 MB of float32 weight) that ran at 25 GFLOP/s on this
+    project's CPU, against 55-60 for ``[2,048 positions x 1,024 rows]`` blocks (2.6 MB of weight,
+    8 MB of logits, both in cache; ``benchmarks/cpu_scoring.py --model gemma-3-270m``).
+
+    Each block's logits are the float32 product (plus bias and soft-capping, as :func:`_head`);
+    a block gives its maximum ``m_b`` and ``s_b = sum(exp(logits - m_b))`` in float32, and the
+    target's logit is read from the block that holds it. The blocks are combined in float64:
+    ``logsumexp = M + log(sum_b s_b exp(m_b - M))`` with ``M = max_b m_b``; float32 sums over
+    1,024 terms round less than one sum over the vocabulary, so this is at least as exact as the
+    one-chunk normalisation."""
+    head = lm.model.get_output_embeddings()
+    w = head.weight.detach() if head.weight.dtype == torch.float32 else _float32_weight(head)
+    bias = None if head.bias is None else head.bias.detach().float()
+    cap = getattr(lm.model.config, "final_logit_softcapping", None)
+    vocab, blk = w.shape[0], min(CPU_VOCAB_BLOCK, w.shape[0])
+    starts = list(range(0, vocab, blk))
+    x_all = states.reshape(-1, states.shape[-1]).float()
+    out = []
+    for i in range(0, len(x_all), CPU_HEAD_POSITIONS):
+        x = x_all[i:i + CPU_HEAD_POSITIONS].contiguous()
+        t = tgt[i:i + CPU_HEAD_POSITIONS]
+        n = len(x)
+        tops = torch.empty(n, len(starts))
+        sums = torch.empty(n, len(starts))
+        target = torch.empty(n)
+        # positions grouped by the block that holds their target
+        order = torch.argsort(t // blk, stable=True)
+        bounds = torch.searchsorted(t[order] // blk, torch.arange(len(starts) + 1)).tolist()
+        buf = torch.empty(n, blk)
+        for b, j in enumerate(starts):
+            rows = min(blk, vocab - j)
+            logits = buf if rows == blk else torch.empty(n, rows)
+            torch.mm(x, w[j:j + rows].t(), out=logits)
+            if bias is not None:
+                logits.add_(bias[j:j + rows])
+            if cap:
+                logits.div_(cap).tanh_().mul_(cap)
+            if bounds[b + 1] > bounds[b]:
+                hit = order[bounds[b]:bounds[b + 1]]
+                target[hit] = logits[hit, t[hit] - j]
+            top = logits.amax(dim=-1, keepdim=True)
+            tops[:, b] = top[:, 0]
+            sums[:, b] = logits.sub_(top).exp_().sum(dim=-1)
+        tops64 = tops.double()
+        big = tops64.max(dim=-1, keepdim=True).values
+        total = (sums.double() * (tops64 - big).exp()).sum(dim=-1)
+        out.append(target.double() - big[:, 0] - total.log())
+    return torch.cat(out).numpy()
+
+
+@torch.inference_mode()
 def _target_logprobs(lm: LanguageModel, states: torch.Tensor, targets: list[int], *,
                      hidden: bool = True) -> np.ndarray:
     """``log p(target)`` (nats) from ``[n, H]`` final hidden states (``hidden=True``: the LM head
     is applied here) or ``[n, V]`` logits, a chunk of positions at a time so that no logits
-    tensor larger than :data:`LOGIT_CHUNK_ELEMENTS` is materialised.
+    tensor larger than :data:`LOGIT_CHUNK_ELEMENTS` is materialised. On a CPU the head runs a
+    block of the vocabulary at a time instead (:func:`_blocked_logprobs`).
 
     Normalisation: ``logsumexp = max + log(sum(exp(logits - max)))`` with the exponentials and
     their sum in float32 (:func:`_head` gives float32 logits; half-precision logits of the
@@ -160,9 +236,11 @@ def _target_logprobs(lm: LanguageModel, states: torch.Tensor, targets: list[int]
     log-softmax (measured, SmolLM2) at half its cost."""
     if len(targets) == 0:
         return np.zeros(0)
+    tgt = torch.tensor(targets, device=states.device)
+    if _blockable(lm, states, hidden):
+        return _blocked_logprobs(lm, states, tgt)
     vocab = lm.model.get_output_embeddings().weight.shape[0] if hidden else states.shape[-1]
     step = max(1, LOGIT_CHUNK_ELEMENTS // vocab)
-    tgt = torch.tensor(targets, device=states.device)
     out = []
     for i in range(0, len(tgt), step):
         logits = (_head(lm, states[i:i + step]) if hidden else states[i:i + step]).float()
@@ -188,26 +266,44 @@ def _cache_kwarg(decoder) -> str:
     return "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
 
 
-@torch.inference_mode()
-def _score_batch(lm: LanguageModel, items: list[Encoded]) -> list[np.ndarray]:
-    """One forward pass over whole texts: ``[n_scored]`` log-probabilities per item."""
+def _scored_positions(items: list[Encoded]):
+    """``rows, cols, targets, counts`` of a batch: token ``t`` is predicted at position ``t - 1``."""
     rows, cols, targets, counts = [], [], [], []
     for b, e in enumerate(items):
-        ts = range(e.n_context, len(e.ids))  # token t is predicted at position t - 1
+        ts = range(e.n_context, len(e.ids))
         rows += [b] * len(ts)
         cols += [t - 1 for t in ts]
         targets += [e.ids[t] for t in ts]
         counts.append(len(ts))
+    return rows, cols, targets, counts
+
+
+@torch.inference_mode()
+def _batch_states(lm: LanguageModel, items: list[Encoded]):
+    """One forward pass of the decoder over whole texts of one length (no padding, no attention
+    mask): ``([n, H] final hidden states at the scored positions, their n targets, scored
+    tokens per item)``, for :func:`_target_logprobs` to finish."""
+    rows, cols, targets, counts = _scored_positions(items)
     if not targets:
-        return [np.zeros(0) for _ in items]
-    # one length (see _batches): no padding, no attention mask
-    kwargs = dict(input_ids=torch.tensor([e.ids for e in items], device=lm.device), use_cache=False)
+        return None, targets, counts
+    hidden = lm.model.get_decoder()(input_ids=torch.tensor([e.ids for e in items], device=lm.device),
+                                    use_cache=False).last_hidden_state
+    return _gather(hidden, rows, cols), targets, counts
+
+
+@torch.inference_mode()
+def _score_batch(lm: LanguageModel, items: list[Encoded]) -> list[np.ndarray]:
+    """One forward pass over whole texts: ``[n_scored]`` log-probabilities per item."""
     if _head_matches(lm):  # the LM head only at scored positions
-        hidden = lm.model.get_decoder()(**kwargs).last_hidden_state
-        lp = _target_logprobs(lm, _gather(hidden, rows, cols), targets)
+        states, targets, counts = _batch_states(lm, items)
+        lp = _target_logprobs(lm, states, targets) if targets else np.zeros(0)
     else:
-        lp = _target_logprobs(lm, _gather(lm.model(**kwargs).logits, rows, cols), targets,
-                              hidden=False)
+        rows, cols, targets, counts = _scored_positions(items)
+        if not targets:
+            return [np.zeros(0) for _ in items]
+        logits = lm.model(input_ids=torch.tensor([e.ids for e in items], device=lm.device),
+                          use_cache=False).logits
+        lp = _target_logprobs(lm, _gather(logits, rows, cols), targets, hidden=False)
     return np.split(lp, np.cumsum(counts)[:-1])
 
 
@@ -305,9 +401,11 @@ def _score_shared(lm: LanguageModel, encoded: list[Encoded],
             cols += [t - p - 1 for t in ts]  # token P + j is predicted at suffix position j - 1
             targets += [encoded[i].ids[t] for t in ts]
             counts.append(len(ts))
-        rest = np.split(_target_logprobs(lm, _gather(out, rows, cols), targets),
-                        np.cumsum(counts)[:-1])
-        at_p = _target_logprobs(lm, last[g_t], [encoded[i].ids[p] for i, p in zip(batch, plen)])
+        # one head call for the members' own tokens and the token each predicts from the prefix
+        lp = _target_logprobs(lm, torch.cat([_gather(out, rows, cols), last[g_t]]),
+                              targets + [encoded[i].ids[p] for i, p in zip(batch, plen)])
+        rest = np.split(lp[:len(targets)], np.cumsum(counts)[:-1])
+        at_p = lp[len(targets):]
         results = []
         for b, (i, g, p) in enumerate(zip(batch, gidx, plen)):
             start, lo = first[g]
@@ -326,7 +424,8 @@ def _chunks_of_groups(groups, token_budget: int):
 
 
 _SCORING_ARGS = """
-        batch_size: at most this many texts per forward pass (``None``: no cap).
+        batch_size: at most this many texts per forward pass and per LM-head call (``None``:
+            no cap).
         token_budget: at most this many tokens per forward pass
             (``"auto"``: :func:`default_token_budget`; ``None``: no cap).
         shared_prefix: compute a prefix shared by several texts (an instruction, a Meta prompt
@@ -401,9 +500,40 @@ def score_encoded(lm: LanguageModel, encoded: list[Encoded], *, texts: list[str]
         for chunk in _chunks_of_groups(shared, token_budget or 4096):
             for indices, results in _score_shared(lm, encoded, chunk, token_budget or 4096):
                 finish(indices, results)
+        # On a CPU the hidden states of several forward passes wait for one head call of up to
+        # CPU_HEAD_POSITIONS positions and at most batch_size texts (the head weight is read once
+        # for all of them; on a large vocabulary the head costs more than the layers). Elsewhere
+        # each batch is finished alone. batch_size=1 thus keeps the head to one text, as a plain
+        # loop has it: with 2 threads MKL rounds a float32 product differently for other numbers
+        # of rows (up to 5e-5 in SmolLM2's logits, measured), enough to cross the 1e-5 bound.
+        gather = CPU_HEAD_POSITIONS if lm.device.type == "cpu" and _head_matches(lm) else 0
+        cap = batch_size or len(single) or 1
+        queue: list = []
+
+        def flush():
+            if queue:
+                states = torch.cat([q[1] for q in queue])
+                lp = _target_logprobs(lm, states, [t for q in queue for t in q[2]])
+                counts = [c for q in queue for c in q[3]]
+                finish([i for q in queue for i in q[0]], np.split(lp, np.cumsum(counts)[:-1]))
+                queue.clear()
+
         for batch in length_batches([len(encoded[i].ids) for i in single], batch_size, token_budget):
             indices = [single[j] for j in batch]
-            finish(indices, _score_batch(lm, [encoded[i] for i in indices]))
+            items = [encoded[i] for i in indices]
+            if not gather:
+                finish(indices, _score_batch(lm, items))
+                continue
+            states, targets, counts = _batch_states(lm, items)
+            if not targets:
+                finish(indices, [np.zeros(0) for _ in items])
+                continue
+            if sum(len(q[0]) for q in queue) + len(indices) > cap:
+                flush()
+            queue.append((indices, states, targets, counts))
+            if sum(len(q[2]) for q in queue) >= gather or sum(len(q[0]) for q in queue) >= cap:
+                flush()
+        flush()
     finally:
         bar.close()
     out = []
