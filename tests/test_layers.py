@@ -199,12 +199,15 @@ def test_the_graph_sees_each_import_form():
 
 #: Modules that must not import torch when imported: every module of pairs, analysis and pages
 #: (the data, the claims, the figures and the chapters' glue), the plain data types of lm, and
-#: what reads a stored run (torch is imported where a model is loaded or text is scored:
-#: lm.models, lm.scoring, methods.neuro, methods.probing, methods.meta).
+#: what reads a stored run, the method registry and the method modules (torch is imported where a
+#: model is loaded or text is scored: lm.models, lm.scoring, inside the methods' compute_shard).
 TORCH_FREE = sorted({m for m in GRAPH if layer(m) in ("pairs", "analysis", "pages")}
                     | {"lm.token_scores", "lm.words", "lm.precision", "lm.encoding",
                        "methods.config", "methods.perplexity", "runs.execute", "runs.planner",
-                       "runs.store", "runs.results"})
+                       "runs.store", "runs.results",
+                       # the registry and every method module (they import torch to compute)
+                       "methods.registry", "methods.base", "methods.direct", "methods.meta",
+                       "methods.neuro", "runs.audit", "runs.sweep", "runs.cli"})
 
 
 def _torch_modules(code: str, env=None) -> list[str]:
@@ -222,3 +225,38 @@ def test_the_analysis_the_figures_and_a_stores_reader_import_no_torch():
     assert _torch_modules(code) == []
     # and the check sees torch when a module does import it
     assert _torch_modules("import xcomps_utils.lm.scoring") != []
+
+
+# --- runs/ names no method --------------------------------------------------------------------
+
+def method_literals(sources: dict[str, str], names) -> list[str]:
+    """``"runs.x:line 'name'"`` for every string literal of a ``runs`` module that is one of
+    ``names`` (a registered method, or a method's finishing shard): what a method does is asked
+    of its object in :mod:`xcomps_utils.methods.registry`, never decided by its name there."""
+    out = []
+    for mod, src in sources.items():
+        if layer(mod) != "runs":
+            continue
+        for node in ast.walk(ast.parse(src)):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names:
+                out.append(f"{mod}:{node.lineno} {node.value!r}")
+    return sorted(out)
+
+
+def _method_words() -> set[str]:
+    from xcomps_utils.methods.registry import METHODS
+
+    return set(METHODS) | {m.finish_shard for m in METHODS.values() if m.finish_shard}
+
+
+def test_runs_name_no_method():
+    words = _method_words()
+    assert {"direct", "meta", "neuro", "token_ppl", "probes"} <= words  # what the check seeks
+    assert method_literals(SOURCES, words) == []
+
+
+def test_the_method_literal_check_finds_a_planted_name():
+    planted = {"runs.x": '"""A docstring naming direct is prose."""\n'
+                         'def f(m):\n    return m == "neuro" or f"{m}" == "probes"\n',
+               "methods.y": 'M = "neuro"\n'}
+    assert method_literals(planted, _method_words()) == ["runs.x:3 'neuro'", "runs.x:3 'probes'"]

@@ -1,3 +1,4 @@
-"""The methods: their declarations and run parameters (``config``), Meta prompts, token-level
-perplexity, Neuro states and probing. Imports pairs and lm.
+"""The methods, one object per method (``base.Method``, registered in ``registry.METHODS``):
+Direct, Meta prompts, token-level perplexity, Neuro states and probing; the run parameters and
+sweep declarations (``config``). Imports pairs and lm.
 """

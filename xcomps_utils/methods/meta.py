@@ -58,7 +58,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..lm.scoring import continuation_scores
 from ..pairs.data import DataError
 from ..paths import resources_dir
 
@@ -67,9 +66,83 @@ __all__ = ["TEMPLATE_FIELDS", "PLACEHOLDERS", "LOWERCASE_RULES", "meta_templates
            "build_meta_prompts", "score_meta", "meta_template", "META_COLUMNS",
            "BMLAMA_META_COLUMNS", "bmlama_meta_templates_file", "load_bmlama_meta_templates",
            "bmlama_meta_templates_sha256", "check_bmlama_languages", "build_bmlama_prompts",
-           "bmlama_rows"]
+           "bmlama_rows", "Meta"]
 
-from .config import BmlamaMetaTemplate, Invalid, MetaTemplate, nested  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+from typing import Annotated  # noqa: E402
+
+from pydantic import BaseModel, BeforeValidator, model_validator  # noqa: E402
+
+from .base import Invalid, Method, Strict, long_measures, nested  # noqa: E402
+
+
+# --- Meta templates (data/meta_templates.json) ---------------------------------
+
+def _text(v):
+    if not isinstance(v, str):
+        raise Invalid(f"expected str, got {type(v).__name__}")
+    if not v.strip():
+        raise Invalid("empty")
+    return v
+
+
+def _of(kind):
+    def check(v):
+        if not isinstance(v, kind):
+            raise Invalid(f"expected {kind.__name__}, got {type(v).__name__}")
+        return v
+    return BeforeValidator(check)
+
+
+Text = Annotated[str, BeforeValidator(_text)]
+
+
+class MetaTemplate(BaseModel):
+    """One language's metalinguistic prompt template (see
+    :func:`xcomps_utils.methods.meta.load_meta_templates` for the fields' meaning); the loader's rules
+    (placeholders, braces, lowercasing) run after these types."""
+
+    question: Text
+    answer: Text
+    space: Annotated[bool, _of(bool)]
+    determiners: Annotated[list, _of(list)]
+    lowercase: Text
+    lowercase_map: Annotated[dict, _of(dict)]
+    options: Text
+    source: Text
+    review: Text
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fields(cls, t):
+        fields = list(cls.model_fields)
+        if not isinstance(t, dict):
+            raise Invalid(f"expected an object, got {type(t).__name__}")
+        for f in fields:
+            if f not in t:
+                raise Invalid(f"missing field {f!r} (required: {fields})")
+        extra = sorted(set(t) - set(fields))
+        if extra:
+            raise Invalid(f"unknown field(s) {extra} (allowed: {fields})")
+        return t
+
+
+# --- Meta templates for BMLAMA (data/bmlama_meta_templates.json) -------------------------------
+
+class BmlamaMetaTemplate(Strict):
+    """One language's Meta template for BMLAMA facts (see
+    :func:`xcomps_utils.methods.meta.load_bmlama_meta_templates`); the loader checks the placeholders
+    after these types."""
+
+    question: Text
+    answer: Text
+    space: Annotated[bool, _of(bool)]
+    separator: Annotated[str, _of(str)]
+    blank: Text
+    source: Text
+    review: Text
+
 
 #: The columns Meta reads of XCOMPS pairs (besides ``good``, ``bad``).
 META_COLUMNS = ("property_phrase", "acceptable_concept", "unacceptable_concept",
@@ -77,7 +150,7 @@ META_COLUMNS = ("property_phrase", "acceptable_concept", "unacceptable_concept",
 #: The columns Meta reads of BMLAMA pairs (:func:`xcomps_utils.pairs.bmlama.load_bmlama`).
 BMLAMA_META_COLUMNS = ("prompt", "gold", "candidate", "candidates")
 
-#: Fields of a template (their types: :class:`xcomps_utils.methods.config.MetaTemplate`).
+#: Fields of a template (their types: :class:`MetaTemplate`).
 TEMPLATE_FIELDS = tuple(MetaTemplate.model_fields)
 #: The placeholders of a question, each exactly once.
 PLACEHOLDERS = ("property_phrase", "option_1", "option_2")
@@ -101,7 +174,7 @@ def _braces(text: str) -> bool:
 
 def _validate(path, lang: str, t) -> dict:
     """The template ``t`` if it is valid: the declared fields and types
-    (:class:`xcomps_utils.methods.config.MetaTemplate`), then the placeholders, braces and rules.
+    (:class:`MetaTemplate`), then the placeholders, braces and rules.
 
     Raises:
         DataError: names the file, the language and the field.
@@ -338,6 +411,8 @@ def score_meta(lm, pairs: pd.DataFrame, use_chat_template: bool = False, **kwarg
         ``meta_tie``, ``meta_mass`` (mean over orders of p(good) + p(bad)), and per-order
         ``meta_good_0``/``meta_bad_0``/``meta_good_1``/``meta_bad_1``.
     """
+    from ..lm.scoring import continuation_scores  # torch, only to compute
+
     prompts = build_meta_prompts(pairs, use_chat_template, lm.tokenizer)
     contexts = list(prompts["context"]) * 2
     answers = list(prompts["answer_good"]) + list(prompts["answer_bad"])
@@ -486,3 +561,81 @@ def build_bmlama_prompts(pairs: pd.DataFrame, use_chat_template: bool = False,
             rows.append({"pair": i, "order": order, "context": context,
                          "answer_good": sep + r.gold, "answer_bad": sep + r.candidate})
     return pd.DataFrame(rows)
+
+
+# --- the method --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Meta(Method):
+    """Meta: the pair as a question whose two answers are scored as continuations.
+
+    Measures per pair and option order (``order`` ``good_first``/``bad_first``):
+    ``logprob_good``, ``logprob_bad``; per pair (``order`` empty): their means over the two
+    orders, ``delta``, ``correct``, ``tie``, ``near_tie``, ``near_tie_tolerance``,
+    ``answer_mass`` (mean of p(good) + p(bad)). XCOMPS pairs, and BMLAMA pairs of the languages
+    with a template (:func:`build_bmlama_prompts`).
+    """
+
+    shard_size: int = 500
+    # XCOMPS pairs read the first seven columns, BMLAMA pairs good, bad and the last four
+    # (a column the pairs lack is not in the key: XCOMPS keys are what they were)
+    uses: tuple[str, ...] = ("good", "bad", "property_phrase", "acceptable_concept",
+                             "unacceptable_concept", "prefix_acceptable", "prefix_unacceptable",
+                             "prompt", "gold", "candidate", "candidates")
+    needs: str = "xcomps"
+    why: str = ("Meta needs XCOMPS or BMLAMA pairs (its question names a concept's property or "
+                "a fact's candidates)")
+    task_prefixes: tuple[str, ...] = ("xcomps:", "bmlama17:", "bmlama53:")
+    parameters: tuple[str, ...] = ("use_chat_template",)
+    # the module's functions, looked up when the key is made (as the key's files are read then)
+    fingerprints: tuple = (("templates_sha256", lambda: meta_templates_sha256()),)
+    pair_fingerprints: tuple = (("candidates", "bmlama_templates_sha256",
+                                 lambda: bmlama_meta_templates_sha256()),)
+
+    name = "meta"
+    prompts = True
+    flags = {"use_chat_template": ("--use-chat-template", False)}
+    audit_tolerance = "answer_tokens"
+
+    def check_inputs(self, pairs: pd.DataFrame, params: dict) -> None:
+        """BMLAMA pairs have a template for their language; other pairs have
+        :data:`META_COLUMNS` (:class:`~xcomps_utils.methods.config.Invalid` naming the first
+        missing column; DataError for a language without a template)."""
+        bm = bmlama_rows(pairs)
+        if bm.any():
+            check_bmlama_languages(pairs.loc[bm, "lang"].unique())
+        if not bm.all():
+            need = [c for c in META_COLUMNS if c not in pairs]
+            if need:
+                raise Invalid(f"Meta needs XCOMPS pairs (xcomps_utils.pairs.xcomps.load_languages)"
+                              f" or BMLAMA pairs (tasks bmlama17:<lang>, bmlama53:<lang>); "
+                              f"these lack {need}", field=need[0])
+
+    def token_counts(self, lm, pairs: pd.DataFrame, params: dict):
+        """Per pair, the tokens of each answer (tokenized alone, plus one: a token straddling
+        the prompt/answer boundary is scored as part of the answer): ``(good, bad)`` arrays."""
+        first = build_meta_prompts(pairs.reset_index(drop=True), params["use_chat_template"],
+                                   lm.tokenizer).query("order == 0").set_index("pair")
+        return tuple(np.array([len(lm.tokenizer(first.at[i, a], add_special_tokens=False)
+                                   ["input_ids"]) + 1 for i in range(len(pairs))])
+                     for a in ("answer_good", "answer_bad"))
+
+    def compute_shard(self, lm, pairs: pd.DataFrame, params: dict) -> tuple[pd.DataFrame, dict]:
+        """:func:`score_meta` of the pairs, as long measures (no details)."""
+        from ..lm.precision import near_ties, pair_tolerance
+
+        p = params
+        m = score_meta(lm, pairs.reset_index(drop=True), use_chat_template=p["use_chat_template"],
+                       token_budget=p["token_budget"], batch_size=p["batch_size"])
+        # tokens in delta, for float32's per-token tolerance
+        n_tokens = np.add(*self.token_counts(lm, pairs, p))
+        name = getattr(lm, "name", None)
+        frames = [long_measures(pairs, self.name, {"logprob_good": m[f"meta_good_{o}"],
+                                                   "logprob_bad": m[f"meta_bad_{o}"]}, order=order)
+                  for o, order in enumerate(("good_first", "bad_first"))]
+        frames.append(long_measures(pairs, self.name, {
+            "logprob_good": m["meta_good"], "logprob_bad": m["meta_bad"], "delta": m["meta_delta"],
+            "correct": m["meta_correct"], "tie": m["meta_tie"], "answer_mass": m["meta_mass"],
+            "near_tie": near_ties(m["meta_delta"], lm.dtype, n_tokens, name),
+            "near_tie_tolerance": pair_tolerance(lm.dtype, n_tokens, name)}))
+        return pd.concat(frames, ignore_index=True), {}

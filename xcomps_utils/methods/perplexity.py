@@ -43,11 +43,13 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from ..lm.token_scores import TokenScores
+from .base import Method, long_measures
+from .base import Invalid
 from ..lm.words import token_spans as _contiguous_spans  # token i owns up to token i+1
 
 __all__ = ["load_wordings", "wordings_sha256", "PromptPair", "build_prompt_pairs", "align_groups",
            "plain_proportion", "normalized_proportion", "score_prompt_pairs", "PromptPairScores",
-           "CATEGORIES", "PERIODS"]
+           "CATEGORIES", "PERIODS", "wording_family", "wordings_of", "TokenPerplexity"]
 
 CATEGORIES = ("pivotal", "period", "other")
 PERIODS = ".\u3002\uff0e"  # full stop, ideographic full stop, fullwidth full stop
@@ -293,3 +295,105 @@ def score_prompt_pairs(lm, prompt_pairs: list[PromptPair], **kwargs) -> PromptPa
         g["delta_s"] = g["s_incorrect"] - g["s_correct"]
         tables.append(g)
     return PromptPairScores(pd.DataFrame(rows), pd.concat(tables, ignore_index=True), scores)
+
+
+# --- the method --------------------------------------------------------------------------------
+
+def wording_family(task: str) -> str:
+    """The token-level perplexity wordings family of a task.
+
+    Raises:
+        Invalid: an XCOMPS task (it has no wordings; field ``task``).
+    """
+    from ..pairs.tasks import get
+
+    if task.startswith("xcomps"):
+        raise Invalid("token-level perplexity has no prompt wordings for XCOMPS yet",
+                      field="task")
+    return get(task).wordings
+
+
+def wordings_of(family: str, wordings) -> list[dict]:
+    """The chosen wordings (``"all"`` or ids) of a family.
+
+    Raises:
+        Invalid: none of them exists (field ``wordings``).
+    """
+    ws = load_wordings(family)
+    if wordings == "all":
+        return ws
+    chosen = [w for w in ws if w["id"] in wordings]
+    if not chosen:
+        raise Invalid(f"none of the wordings {wordings} exists for {family!r}; it has "
+                      f"{[w['id'] for w in ws]}", field="wordings")
+    return chosen
+
+
+@dataclass(frozen=True)
+class TokenPerplexity(Method):
+    """Token-level perplexity: each pair inside prompt pairs of every chosen wording.
+
+    Measures per pair, ``wording`` and ``order``: ``ppl_correct``, ``ppl_incorrect``,
+    ``correct``, ``n_groups``, ``n_<category>``, ``plain_<category>_<ppl|s>``,
+    ``norm_<category>_<ppl|s>``. Details ``ppl_groups`` (aligned token groups) and
+    ``ppl_tokens`` (every prompt token).
+    """
+
+    shard_size: int = 50
+    uses: tuple[str, ...] = ("good", "bad", "good_pivots", "bad_pivots")
+    needs: str = "tasks"
+    why: str = "token-level perplexity has no prompt wordings for XCOMPS yet"
+    parameters: tuple[str, ...] = ("wordings",)
+    fingerprints: tuple = (("wordings_sha256", lambda: wordings_sha256()),)  # looked up when called
+
+    name = "token_ppl"
+    prompts = True
+    selection = True
+    per_order_decisions = True
+    flags = {"wordings": ("--wordings", ())}
+    audit_tolerance = "proportions"
+
+    def check_inputs(self, pairs: pd.DataFrame, params: dict) -> None:
+        """``wordings`` is ``"all"`` or a list of ids, and every task has those wordings
+        (:class:`~xcomps_utils.methods.base.Invalid` naming ``wordings`` or ``task``)."""
+        wordings = params["wordings"]
+        if wordings != "all" and (isinstance(wordings, str) or not all(
+                isinstance(w, str) for w in wordings)):
+            raise Invalid(f"wordings must be 'all' or a list of wording ids, got {wordings!r}",
+                          field="wordings")
+        for task in pairs["task"].unique():
+            wordings_of(wording_family(task), wordings)
+
+    def compute_shard(self, lm, pairs: pd.DataFrame, params: dict) -> tuple[pd.DataFrame, dict]:
+        """The prompt pairs of each task's wordings family, scored
+        (:func:`score_prompt_pairs`): long measures and the ``ppl_groups``, ``ppl_tokens``
+        details."""
+        p = params
+        measures, groups, tokens = [], [], []
+        for family, sub in pairs.groupby(pairs["task"].map(wording_family), sort=False):
+            sub = sub.reset_index(drop=True)
+            pps = build_prompt_pairs(sub, wordings_of(family, p["wordings"]))
+            r = score_prompt_pairs(lm, pps, token_budget=p["token_budget"],
+                                   batch_size=p["batch_size"])
+            m, g, scores = r.metrics, r.groups, r.scores
+            values = [c for c in m.columns if c not in ("item", "wording", "order")]
+            for (wording, order), mm in m.groupby(["wording", "order"], sort=False):
+                measures.append(long_measures(sub.iloc[mm["item"].to_numpy()], self.name,
+                                              {c: mm[c] for c in values}, wording=wording,
+                                              order=order))
+            ids = sub[["task", "lang", "pair_id"]]
+            groups.append(pd.concat([ids.iloc[g["item"].to_numpy()].reset_index(drop=True),
+                                     g.drop(columns="item").reset_index(drop=True)], axis=1))
+            for pp in pps:
+                for prompt, text in (("correct", pp.correct), ("incorrect", pp.incorrect)):
+                    s = scores[text]
+                    tokens.append(pd.DataFrame({
+                        "task": sub["task"].iat[pp.item], "lang": sub["lang"].iat[pp.item],
+                        "pair_id": sub["pair_id"].iat[pp.item], "wording": pp.wording,
+                        "order": pp.order, "prompt": prompt,
+                        "position": np.arange(len(s.logprobs)), "token_id": s.token_ids,
+                        "token": s.tokens, "start": s.offsets[:, 0], "end": s.offsets[:, 1],
+                        "logprob": s.logprobs}))
+        return (pd.concat(measures, ignore_index=True),
+                {"ppl_groups": pd.concat(groups, ignore_index=True),
+                 "ppl_tokens": pd.concat(tokens, ignore_index=True)})

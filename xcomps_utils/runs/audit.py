@@ -76,6 +76,7 @@ import pandas as pd
 
 from ..lm.precision import (BF16_PAIR_TOLERANCE, FLOAT32_GAP_BY_MODEL, FLOAT32_GAP_DEFAULT,
                             FLOAT32_TOKEN_TOLERANCE, dtype_name, pair_tolerance)
+from ..methods.registry import METHODS
 from . import execute, planner
 from .store import MEASURE_COLUMNS, Store, StoreError
 
@@ -132,7 +133,7 @@ def _unshipped_states(store: Store, problems: list[dict]) -> set[str]:
                    for p in mine):
             continue
         run = store.run(rid)
-        if run.record["key"].get("method") != "neuro":
+        if not _last(run.record["key"].get("method")):
             continue
         recorded = {rel for name in run.shard_names() for rel in _marker_files(store, rid, name)
                     if rel.startswith("states/")}
@@ -161,6 +162,19 @@ def _check(store: Store, runs: list[str] | None = None) -> set[str]:
     return unshipped
 
 
+def _last(method) -> str | None:
+    """The finishing shard of a method (``Method.finish_shard``: Neuro's ``probes``), or
+    ``None``."""
+    m = METHODS.get(method)
+    return m.finish_shard if m is not None else None
+
+
+def _tolerance_kind(method) -> str:
+    """The method's ``Method.audit_tolerance`` (``"equal"`` for a method not registered)."""
+    m = METHODS.get(method)
+    return m.audit_tolerance if m is not None else "equal"
+
+
 def units(store: Store, unshipped: set[str] = frozenset(), runs: list[str] | None = None
           ) -> list[dict]:
     """What can be drawn for an audit (of ``runs``, default every run): one unit per finished
@@ -178,18 +192,18 @@ def units(store: Store, unshipped: set[str] = frozenset(), runs: list[str] | Non
         key = run.record["key"]
         method, done = key.get("method"), run.shard_names()
         base = {"run": rid, "method": method, "model": key.get("model")}
-        states = [n for n in done if n != "probes"]
-        if method == "neuro" and rid in unshipped:
-            if "probes" in done:
-                out.append({**base, "label": "probes", "jobs": [
-                    {"recompute": states + ["probes"], "link": [],
-                     "compare": states + ["probes"]}]})
+        last = _last(method)
+        states = [n for n in done if n != last]
+        if last and rid in unshipped:
+            if last in done:
+                out.append({**base, "label": last, "jobs": [
+                    {"recompute": states + [last], "link": [], "compare": states + [last]}]})
             continue
         for name in states:
             jobs = [{"recompute": [name], "link": [], "compare": [name]}]
-            if method == "neuro" and "probes" in done:
-                jobs.append({"recompute": ["probes"], "link": states, "compare": ["probes"]})
-            out.append({**base, "label": name + (" + probes" if len(jobs) > 1 else ""),
+            if last and last in done:
+                jobs.append({"recompute": [last], "link": states, "compare": [last]})
+            out.append({**base, "label": name + (f" + {last}" if len(jobs) > 1 else ""),
                         "jobs": jobs})
     return out
 
@@ -397,13 +411,15 @@ def _where(frame: pd.DataFrame):
 
 
 def _measure_rules(method: str, new: pd.DataFrame, prec: _Precision, ctx: dict):
-    """``measure -> (rows -> (tolerance array, name(k)))`` for one method's measures."""
-    if method == "neuro":
+    """``measure -> (rows -> (tolerance array, name(k)))`` for one method's measures, by its
+    ``Method.audit_tolerance``."""
+    kind = _tolerance_kind(method)
+    if kind == "probe":
         return lambda measure: (lambda rows: (np.full(len(rows), PROBE_TOLERANCE),
                                               "PROBE_TOLERANCE (probes from the stored states, "
                                               "float64 rounding)"))
-    if method in ("direct", "meta"):
-        if method == "direct":
+    if kind in ("sentence_tokens", "answer_tokens"):
+        if kind == "sentence_tokens":
             counts = new[new.measure.isin(["n_tokens_good", "n_tokens_bad"])]
             table = {}
             for key, m, v in zip(_pair_key(counts), counts["measure"], counts["value"]):
@@ -411,7 +427,7 @@ def _measure_rules(method: str, new: pd.DataFrame, prec: _Precision, ctx: dict):
             n_good = {k: v["n_tokens_good"] for k, v in table.items()}
             n_bad = {k: v["n_tokens_bad"] for k, v in table.items()}
         else:
-            n_good, n_bad = ctx["meta_tokens"]
+            n_good, n_bad = ctx["answer_tokens"]
         n = {"logprob_good": lambda k: n_good[k], "logprob_bad": lambda k: n_bad[k],
              "delta": lambda k: n_good[k] + n_bad[k], "logprob_mean_good": lambda k: 1,
              "logprob_mean_bad": lambda k: 1, "answer_mass": lambda k: n_good[k] + n_bad[k]}
@@ -428,7 +444,7 @@ def _measure_rules(method: str, new: pd.DataFrame, prec: _Precision, ctx: dict):
                 return tol
             return None  # equal
         return rule
-    if method == "token_ppl":
+    if kind == "proportions":
         bounds = ctx["ppl_bounds"]
 
         def rule(measure):
@@ -483,13 +499,14 @@ def _decision_tolerance(method: str, measure: str, old: pd.DataFrame, new: pd.Da
                 else _pair_key(f))
         return dict(zip(keys, f["value"].to_numpy(np.float64)))
 
-    if method in ("direct", "meta"):
+    kind = _tolerance_kind(method)
+    if kind in ("sentence_tokens", "answer_tokens"):
         d_new = new[new["measure"] == "delta"].reset_index(drop=True)
         tol_of = dict(zip(_pair_key(d_new), rule("delta")(d_new)[0]))
         margins = [by_key(old, "delta"), by_key(new, "delta")]
         threshold = by_key(new, "near_tie_tolerance")
         keys, what = _pair_key(rows), "delta"
-    elif method == "token_ppl" and measure == "correct":
+    elif kind == "proportions" and measure == "correct":
         margins, threshold = [], {}
         for f in (old, new):
             inc = by_key(f, "ppl_incorrect", _PROMPT_KEY)
@@ -643,19 +660,13 @@ def _load_args(key: dict, device: str) -> tuple:
             rev if rev and re.fullmatch(r"[0-9a-f]{40}", str(rev)) else None)
 
 
-def _meta_tokens(key: dict, device: str, pairs: pd.DataFrame) -> tuple[dict, dict]:
-    """Per pair, the tokens of each Meta answer (tokenized alone, plus one), as the Meta shard
-    counts them for its near-tie tolerance."""
-    from ..methods.meta import build_meta_prompts
-
+def _answer_tokens(key: dict, device: str, pairs: pd.DataFrame) -> tuple[dict, dict]:
+    """Per pair, the tokens of each answer as the method's shard counts them for its near-tie
+    tolerance (``Method.token_counts``: Meta's answers tokenized alone, plus one)."""
     lm = planner.load(*_load_args(key, device))
-    p = planner.parameters_of(key)
-    first = build_meta_prompts(pairs.reset_index(drop=True), p["use_chat_template"],
-                               lm.tokenizer).query("order == 0").set_index("pair")
+    good, bad = METHODS[key["method"]].token_counts(lm, pairs, planner.parameters_of(key))
     keys = _pair_key(pairs)
-    count = {a: {k: len(lm.tokenizer(first.at[i, a], add_special_tokens=False)["input_ids"]) + 1
-                 for i, k in enumerate(keys)} for a in ("answer_good", "answer_bad")}
-    return count["answer_good"], count["answer_bad"]
+    return dict(zip(keys, good.tolist())), dict(zip(keys, bad.tolist()))
 
 
 def _setup(store: Store, tmp_root: Path, rid: str, link: list[str]) -> Store:
@@ -695,14 +706,14 @@ def _job(store: Store, unit: dict, job: dict, device: str, unshipped: bool, log)
         rows = []
         for name in job["compare"]:
             ctx = {}
-            if method == "token_ppl" and name != "probes":
+            if _tolerance_kind(method) == "proportions" and name != _last(method):
                 groups = pd.read_parquet(tmp.root / f"ppl_groups/run={rid}/{name}.parquet")
                 ctx["ppl_bounds"] = _ppl_bounds(groups, prec)
-            if method == "meta":
+            if _tolerance_kind(method) == "answer_tokens":
                 size = store.run(rid).record["shard_size"]
                 i = int(name.removeprefix("shard-"))
                 pairs = store.run(rid).pairs().iloc[i * size:(i + 1) * size]
-                ctx["meta_tokens"] = _meta_tokens(key, device, pairs)
+                ctx["answer_tokens"] = _answer_tokens(key, device, pairs)
             for r in _compare_shard(store, tmp, rid, name, method, prec, ctx, unshipped):
                 rows.append({"run": rid, "method": method, "model": unit["model"],
                              "shard": name, **r})

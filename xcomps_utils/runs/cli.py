@@ -16,7 +16,8 @@ import click
 
 from .. import __version__
 from ..errors import XcompsError
-from ..methods.config import bos_policies, DTYPES, EXECUTORS, METHODS, SOURCES
+from ..methods.config import bos_policies, DTYPES, EXECUTORS, SOURCES
+from ..methods.registry import METHODS
 
 STORE_HELP = "results store folder (created if missing)"
 
@@ -185,16 +186,22 @@ def run_cmd(methods, tasks_, languages, source, items_per_language, n_pairs, mod
             click.echo(summary.to_string(index=False))
 
 
-#: The options of `xcomps-study run` that only some methods read, and which.
-_METHOD_FLAGS = {"wordings": ("--wordings", ("token_ppl",), ()),
-                 "use_chat_template": ("--use-chat-template", ("meta",), False),
-                 "bos_policy": ("--bos-policy", ("direct",), "bos")}
+def method_flags() -> dict[str, tuple[str, tuple[str, ...], object]]:
+    """The options of `xcomps-study run` that only some methods read (each method's
+    ``Method.flags``): ``{parameter: (flag, the methods reading it, default)}``."""
+    out = {}
+    for name, method in METHODS.items():
+        for parameter, (flag, default) in method.flags.items():
+            _, readers, _ = out.get(parameter, (flag, (), default))
+            out[parameter] = (flag, readers + (name,), default)
+    return out
 
 
 def _unused(methods, **given) -> None:
     """A flag given a value that none of ``methods`` reads is an error (rc 1), not ignored."""
+    flags = method_flags()
     for name, value in given.items():
-        flag, readers, default = _METHOD_FLAGS[name]
+        flag, readers, default = flags[name]
         if value != default and not set(readers) & set(methods):
             raise click.ClickException(f"{flag} is read only by {', '.join(readers)}; the "
                                        f"methods given ({', '.join(methods)}) do not use it: "

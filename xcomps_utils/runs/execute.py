@@ -1,4 +1,4 @@
-"""Executing methods: one entry point, four methods, one result schema, one store.
+"""Executing methods: one entry point, the registered methods, one result schema, one store.
 
 :func:`run` takes a model (loaded, or a name loaded only if something must be computed) and a
 DataFrame of minimal pairs, runs any of the methods below over the same pairs, and returns
@@ -35,7 +35,8 @@ method         measures (nats for log-probabilities; booleans as 0/1)
                and over all types ``null_max_q95``, ``null_nested_mean``, ``p_permutation``
                (the nested score against its own permutation draws), ``n_permutations``,
                ``p_adjusted`` (max-T over the run's languages), ``p_pooled``, ``n_pooled``;
-               BMLAMA: ``n_true_distractors`` (pairs left out, see :func:`probes`).
+               BMLAMA: ``n_true_distractors`` (pairs left out, see
+               :func:`xcomps_utils.methods.neuro.probes`).
                Groups: each combination of ``probe_by`` columns (``"all"`` where a column is
                pooled). Hidden states stay in the store (``states``). See
                :mod:`xcomps_utils.methods.neuro` and :mod:`xcomps_utils.methods.probing`.
@@ -45,8 +46,10 @@ method         measures (nats for log-probabilities; booleans as 0/1)
                ``ppl_tokens`` (every prompt token). See :mod:`xcomps_utils.methods.perplexity`.
 =============  ===========================================================================
 
-The per-method work of one shard is a plain function of (model, pairs); everything about files,
-resuming and keys is the store's.
+The per-method work is the method object's (:data:`xcomps_utils.methods.registry.METHODS`: one
+module each in :mod:`xcomps_utils.methods`): one shard is a plain function of (model, pairs),
+``compute_shard``, with an optional run-level ``finish``; everything about files, resuming and
+keys is the store's. Nothing here names a method.
 """
 
 from __future__ import annotations
@@ -54,266 +57,36 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pandas as pd
 
-from .. import paths
 from ..lm.encoding import fit_context
-from ..methods import config
+from ..methods.base import ID as _ID
+from ..methods.neuro import ShardedStates
+from ..methods.registry import DEFAULT_METHOD, METHODS as _REGISTRY
 from . import planner
-from .planner import check_inputs, ID as _ID, prepare_pairs, wording_family, wordings_of
-from .store import MEASURE_COLUMNS, Store, StoreError
+from .planner import check_inputs, prepare_pairs
+from .store import Store, StoreError
 
 __all__ = ["METHODS", "DEFAULT_SHARD_SIZE", "SHARD", "Results", "run", "wide", "prepare_pairs",
-           "check_inputs", "probes", "ShardedStates", "open_run", "compute_shard", "finish",
+           "check_inputs", "ShardedStates", "open_run", "compute_shard", "finish",
            "execute", "repair", "verify", "pairs_problem", "precheck"]
 
 if TYPE_CHECKING:  # torch is imported where a model is loaded or scored, not to read a store
     from ..lm.models import LanguageModel
 
-#: The method names (declared in :data:`xcomps_utils.methods.config.METHODS`).
-METHODS = tuple(config.METHODS)
+#: The method names (registered in :data:`xcomps_utils.methods.registry.METHODS`).
+METHODS = tuple(_REGISTRY)
 #: Pairs per shard (the unit of resuming): a shard is a few seconds to a minute on a CPU.
-DEFAULT_SHARD_SIZE = {m: d.shard_size for m, d in config.METHODS.items()}
-
-
-# --- pairs ---------------------------------------------------------------------------------------
-
-def _long(pairs: pd.DataFrame, method: str, values: dict, wording="", order="", layer=-1
-          ) -> pd.DataFrame:
-    """Long rows: every pair of ``pairs`` x every measure of ``values`` (name -> ``[n]``)."""
-    frames = []
-    for measure, v in values.items():
-        f = pairs[_ID].copy()
-        f["method"], f["wording"], f["order"], f["layer"] = method, wording, order, layer
-        f["measure"], f["value"] = measure, np.asarray(v, dtype=np.float64)
-        frames.append(f)
-    return pd.concat(frames, ignore_index=True)[MEASURE_COLUMNS]
-
-
-# --- one shard of each method ---------------------------------------------------------------------
-
-def _direct(lm, pairs: pd.DataFrame, p: dict) -> tuple[pd.DataFrame, dict]:
-    from ..lm.precision import near_ties, pair_tolerance
-    from ..lm.scoring import token_scores, token_table
-
-    texts = list(dict.fromkeys(list(pairs["good"]) + list(pairs["bad"])))
-    scores = token_scores(lm, texts, bos_policy=p["bos_policy"], token_budget=p["token_budget"],
-                          batch_size=p["batch_size"])
-    by = dict(zip(texts, scores))
-    good, bad = [by[t] for t in pairs["good"]], [by[t] for t in pairs["bad"]]
-    n_tokens = [len(g.logprobs) + len(b.logprobs) for g, b in zip(good, bad)]
-    lg, lb = np.array([s.total for s in good]), np.array([s.total for s in bad])
-    measures = _long(pairs, "direct", {
-        "logprob_good": lg, "logprob_bad": lb,
-        "logprob_mean_good": [s.mean for s in good], "logprob_mean_bad": [s.mean for s in bad],
-        "n_tokens_good": [len(s.logprobs) for s in good],
-        "n_tokens_bad": [len(s.logprobs) for s in bad],
-        "delta": lg - lb, "correct": lg - lb > 0, "tie": lg == lb,
-        # 0 < |delta| < the tolerance of the run's dtype, and that tolerance (nats)
-        "near_tie": near_ties(lg - lb, lm.dtype, n_tokens, getattr(lm, "name", None)),
-        "near_tie_tolerance": pair_tolerance(lm.dtype, n_tokens, getattr(lm, "name", None))})
-    tokens = token_table(scores)
-    tokens.insert(0, "text", np.asarray(texts, dtype=object)[tokens["text_index"].astype(int)])
-    tokens = tokens[["text", "position", "token_id", "token", "start", "end", "logprob"]]
-    return measures, {"direct_tokens": tokens}
-
-
-def _meta(lm, pairs: pd.DataFrame, p: dict) -> tuple[pd.DataFrame, dict]:
-    from ..lm.precision import near_ties, pair_tolerance
-    from ..methods.meta import build_meta_prompts, score_meta
-
-    m = score_meta(lm, pairs.reset_index(drop=True), use_chat_template=p["use_chat_template"],
-                   token_budget=p["token_budget"], batch_size=p["batch_size"])
-    # tokens in delta, for float32's per-token tolerance: each answer tokenized alone, plus one
-    # (a token straddling the prompt/answer boundary is scored as part of the answer)
-    first = build_meta_prompts(pairs.reset_index(drop=True), p["use_chat_template"],
-                               lm.tokenizer).query("order == 0").set_index("pair")
-    n_tokens = [len(lm.tokenizer(first.at[i, a], add_special_tokens=False)["input_ids"]) + 1
-                for a in ("answer_good", "answer_bad") for i in range(len(pairs))]
-    n_tokens = np.add(*np.split(np.array(n_tokens), 2))
-    frames = [_long(pairs, "meta", {"logprob_good": m[f"meta_good_{o}"],
-                                    "logprob_bad": m[f"meta_bad_{o}"]}, order=name)
-              for o, name in enumerate(("good_first", "bad_first"))]
-    frames.append(_long(pairs, "meta", {
-        "logprob_good": m["meta_good"], "logprob_bad": m["meta_bad"], "delta": m["meta_delta"],
-        "correct": m["meta_correct"], "tie": m["meta_tie"], "answer_mass": m["meta_mass"],
-        "near_tie": near_ties(m["meta_delta"], lm.dtype, n_tokens, getattr(lm, "name", None)),
-        "near_tie_tolerance": pair_tolerance(lm.dtype, n_tokens, getattr(lm, "name", None))}))
-    return pd.concat(frames, ignore_index=True), {}
-
-
-def _token_ppl(lm, pairs: pd.DataFrame, p: dict) -> tuple[pd.DataFrame, dict]:
-    from ..methods.perplexity import build_prompt_pairs, score_prompt_pairs
-
-    measures, groups, tokens = [], [], []
-    for family, sub in pairs.groupby(pairs["task"].map(wording_family), sort=False):
-        sub = sub.reset_index(drop=True)
-        pps = build_prompt_pairs(sub, wordings_of(family, p["wordings"]))
-        r = score_prompt_pairs(lm, pps, token_budget=p["token_budget"], batch_size=p["batch_size"])
-        m, g, scores = r.metrics, r.groups, r.scores
-        values = [c for c in m.columns if c not in ("item", "wording", "order")]
-        for (wording, order), mm in m.groupby(["wording", "order"], sort=False):
-            measures.append(_long(sub.iloc[mm["item"].to_numpy()], "token_ppl",
-                                  {c: mm[c] for c in values}, wording=wording, order=order))
-        ids = sub[["task", "lang", "pair_id"]]
-        groups.append(pd.concat([ids.iloc[g["item"].to_numpy()].reset_index(drop=True),
-                                 g.drop(columns="item").reset_index(drop=True)], axis=1))
-        for pp in pps:
-            for prompt, text in (("correct", pp.correct), ("incorrect", pp.incorrect)):
-                s = scores[text]
-                tokens.append(pd.DataFrame({
-                    "task": sub["task"].iat[pp.item], "lang": sub["lang"].iat[pp.item],
-                    "pair_id": sub["pair_id"].iat[pp.item], "wording": pp.wording,
-                    "order": pp.order, "prompt": prompt, "position": np.arange(len(s.logprobs)),
-                    "token_id": s.token_ids, "token": s.tokens, "start": s.offsets[:, 0], "end": s.offsets[:, 1],
-                    "logprob": s.logprobs}))
-    return (pd.concat(measures, ignore_index=True),
-            {"ppl_groups": pd.concat(groups, ignore_index=True),
-             "ppl_tokens": pd.concat(tokens, ignore_index=True)})
-
-
-def _neuro(lm, pairs: pd.DataFrame, p: dict) -> tuple[None, dict]:
-    from ..methods.neuro import last_token_states
-
-    texts = list(dict.fromkeys(list(pairs["good"]) + list(pairs["bad"])))
-    states = last_token_states(lm, texts, token_budget=p["token_budget"],
-                               batch_size=p["batch_size"])
-    return None, {"states": states, "neuro_sentences": pd.DataFrame({"text": texts})}
-
-
-class ShardedStates:
-    """Rows of the states of every shard, gathered on demand (memory: the rows asked for)."""
-
-    def __init__(self, store: Store, rid: str):
-        self.parts = store.arrays(rid, "states")
-        texts = store.detail(rid, "neuro_sentences")["text"]
-        offsets = np.cumsum([0] + [len(a) for a in self.parts])
-        where = [(k, r) for k, a in enumerate(self.parts) for r in range(len(a))]
-        self.index = {}
-        for t, (k, r) in zip(texts, where):
-            self.index.setdefault(t, offsets[k] + r)
-        self.where = where
-        self.shape = (len(where),) + (self.parts[0].shape[1:] if self.parts else (0, 0))
-
-    def __getitem__(self, rows):
-        return np.stack([self.parts[self.where[i][0]][self.where[i][1]] for i in rows])
-
-
-_LAYER_MEASURES = ("f1", "balanced_accuracy", "mcc", "null_q95")
-
-
-def probes(store: Store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame:
-    """Neuro's run-level step: the probes of every ``probe_by`` group over the run's state
-    shards (long measures, ``layer`` -1 for a group's summary).
-
-    The groups' probes run in :func:`xcomps_utils.paths.probe_jobs` worker processes
-    (joblib), the groups with a permutation null first; every fit is single-threaded and seeded,
-    so the numbers do not depend on the number of workers (tested). The groups with a null (one
-    per language) permute their labels independently (each its own seed, from the run's seed and
-    the group) and are pooled by one joint test
-    (:func:`xcomps_utils.methods.probing.joint_permutation_test`): each gets ``p_adjusted`` (max-T over
-    the groups), ``p_pooled`` and ``n_pooled``.
-
-    The unit kept whole across folds (the probe's *item*) is the sentences' shared frame: the
-    ``property`` for XCOMPS, the ``prompt`` for BMLAMA (a fact, with the facts that share its
-    prompt: relations with several true answers, whose sentences coincide), else ``item``.
-    BMLAMA pairs have no concepts (each sentence is its own: no purge), and their pairs whose
-    distractor is true (``distractor_true``: its ``bad`` sentence is a true fact, the ``good``
-    sentence of another fact) are left out, counted per group in ``n_true_distractors``."""
-    from joblib import Parallel, delayed
-
-    from ..methods.probing import (DEFAULT_N_PERMUTATIONS, joint_permutation_test,
-                          probe_sentences)
-
-    states = ShardedStates(store, rid)
-    item = next(c for c in ("property", "prompt", "item") if c in pairs)
-    true_bad = (pairs["distractor_true"].astype(bool) if "distractor_true" in pairs
-                else pd.Series(False, index=pairs.index))
-    groups, left_out = [], []
-    for by in p["probe_by"]:
-        by = list(by)
-        for key, sub in pairs.groupby(by, sort=False) if by else [((), pairs)]:
-            key = key if isinstance(key, tuple) else (key,)
-            # the permutation null for each probe over all negative types (one per language)
-            n_perm = DEFAULT_N_PERMUTATIONS if "subset" not in by else 0
-            left_out.append(int(true_bad.loc[sub.index].sum()))
-            sub = sub[~true_bad.loc[sub.index]]
-            texts = list(dict.fromkeys(probe_sentences(sub, item)["text"]))
-            groups.append((by, key, sub, n_perm, texts))
-    order = sorted(range(len(groups)), key=lambda i: -groups[i][3])  # the longest first
-    jobs = min(paths.probe_jobs(), len(groups)) or 1
-    done = Parallel(n_jobs=jobs)(
-        delayed(_probe_group)(states[[states.index[t] for t in groups[i][4]]],
-                              {t: r for r, t in enumerate(groups[i][4])}, groups[i][2], item,
-                              p, groups[i][3], groups[i][1])
-        for i in order)
-    results = dict(zip(order, done))
-    for by in map(list, p["probe_by"]):  # one joint null over the groups of each probe_by
-        pooled = [i for i, g in enumerate(groups) if g[0] == by and g[3]
-                  and not isinstance(results[i], str)]
-        if pooled:
-            joint = joint_permutation_test(
-                [results[i][1]["nested_balanced_accuracy"] for i in pooled],
-                np.column_stack([results[i][1]["null_nested"] for i in pooled]))
-            for j, i in enumerate(pooled):
-                results[i][1].update(p_adjusted=joint["p_adjusted"][j],
-                                     p_pooled=joint["p_pooled"], n_pooled=len(pooled))
-    frames = []
-    for i, (by, key, sub, _, _) in enumerate(groups):
-        if isinstance(results[i], str):
-            warnings.warn(f"neuro: no probe for {dict(zip(by, key))}: {results[i]}")
-            continue
-        by_layer, summary = results[i]
-        summary.pop("null_nested", None)  # the draws: pooled above
-        ids = {c: (sub[c].iat[0] if sub[c].nunique() == 1 else "all") for c in _ID}
-        ids.update(pair_id="", item="", **dict(zip(by, map(str, key))))
-        for c in ("lang", "subset"):
-            if c not in by:
-                ids[c] = "all"
-        for measure in [m for m in _LAYER_MEASURES if m in by_layer]:
-            f = pd.DataFrame({**ids, "method": "neuro", "wording": "", "order": "",
-                              "layer": by_layer["layer"].to_numpy(), "measure": measure,
-                              "value": by_layer[measure].to_numpy(dtype=np.float64)})
-            frames.append(f[MEASURE_COLUMNS])
-        if "distractor_true" in pairs:
-            summary["n_true_distractors"] = left_out[i]
-        summary["concept_disjoint"] = float(summary["leaked_concepts"] == 0)
-        summary["items_whole"] = float(summary.pop("grouping") in ("item+concept",
-                                                                   "item, purged"))
-        f = pd.DataFrame({**ids, "method": "neuro", "wording": "", "order": "", "layer": -1,
-                          "measure": list(summary), "value": np.asarray(
-                              list(summary.values()), dtype=np.float64)})
-        frames.append(f[MEASURE_COLUMNS])
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=MEASURE_COLUMNS)
-
-
-def _probe_group(states: np.ndarray, index: dict, sub: pd.DataFrame, item: str, p: dict,
-                 n_perm: int, key: tuple = ()):
-    """One group's :func:`~xcomps_utils.methods.probing.probe_pairs` (in a worker: its permutation
-    null in this process, seeded by the run's seed and the group's ``key``); a
-    :class:`~xcomps_utils.methods.probing.ProbeError` comes back as its message."""
-    import zlib
-
-    from ..methods.probing import ProbeError, probe_pairs
-
-    try:
-        return probe_pairs(states, index, sub, item=item, n_splits=p["n_splits"],
-                           inner_splits=p["inner_splits"], seed=p["seed"],
-                           n_permutations=n_perm,
-                           null_seed=[p["seed"], zlib.crc32(repr(tuple(map(str, key))).encode())])
-    except ProbeError as err:
-        return str(err)
+DEFAULT_SHARD_SIZE = {m: d.shard_size for m, d in _REGISTRY.items()}
 
 
 #: The computation of one shard of each method: ``(model, pairs, parameters) -> (measures,
-#: details)``; a new method adds its function here and its declaration to
-#: :data:`xcomps_utils.methods.config.METHODS`.
-SHARD = {"direct": _direct, "meta": _meta, "token_ppl": _token_ppl, "neuro": _neuro}
+#: details)``, each method object's :meth:`~xcomps_utils.methods.base.Method.compute_shard`
+#: (a new method is a module of :mod:`xcomps_utils.methods` and its registration).
+SHARD = {name: m.compute_shard for name, m in _REGISTRY.items()}
 
 
 # --- the steps of a run (both executors): open, compute a shard, finish ---------------------------
@@ -341,20 +114,20 @@ def pairs_problem(run) -> str | None:
     if problem:
         return problem
     key = run.record["key"]
-    if "pairs_sha256" not in key or key.get("method") not in config.METHODS:
+    if "pairs_sha256" not in key or key.get("method") not in _REGISTRY:
         return None
     try:
         pairs = pd.read_parquet(run.folder / "pairs.parquet")
     except Exception:  # noqa: BLE001 - any unreadable file is damaged
         return "unreadable"
-    if planner.pairs_sha256(pairs, config.METHODS[key["method"]].uses) != key["pairs_sha256"]:
+    if planner.pairs_sha256(pairs, _REGISTRY[key["method"]].uses) != key["pairs_sha256"]:
         return "altered (its pairs' SHA-256 is not the run key's pairs_sha256)"
     return None
 
 
 def _restore_pairs(run, used: pd.DataFrame | None) -> None:
     if used is not None and pairs_problem(run) and planner.pairs_sha256(
-            used, config.METHODS[run.record["key"]["method"]].uses) == run.record["key"].get(
+            used, _REGISTRY[run.record["key"]["method"]].uses) == run.record["key"].get(
             "pairs_sha256"):
         run.write_pairs(used)
 
@@ -411,8 +184,9 @@ def compute_shard(run, i: int, lm, used: pd.DataFrame, p: dict, wait: bool = Tru
 
 
 def finish(run, used: pd.DataFrame, p: dict) -> str:
-    """The run-level step after the last shard: Neuro's probes over every state shard (once:
-    the ``probes`` shard), then the run marked complete. Returns the run id.
+    """The run-level step after the last shard: the method's finishing step, if it has one
+    (``Method.finish_shard``, written once: Neuro's probes over every state shard), then the run
+    marked complete. Returns the run id.
 
     Raises:
         StoreError: a shard of the run is not done.
@@ -421,12 +195,14 @@ def finish(run, used: pd.DataFrame, p: dict) -> str:
     missing = [i for i in range(rec["n_shards"]) if not run.is_done(i)]
     if missing:
         raise StoreError(f"run {run.id}: shard(s) {missing} not done; cannot finish it")
-    if rec["key"]["method"] == "neuro" and not run.is_done("probes"):
-        with run.lock("probes"):
-            if not run.is_done("probes"):
+    method = _REGISTRY[rec["key"]["method"]]
+    last = method.finish_shard
+    if last and not run.is_done(last):
+        with run.lock(last):
+            if not run.is_done(last):
                 start = time.perf_counter()
-                out = probes(run.store, run.id, used, p)
-                run.write_shard("probes", out, seconds=time.perf_counter() - start)
+                out = method.finish(run.store, run.id, used, p)
+                run.write_shard(last, out, seconds=time.perf_counter() - start)
     if not run.complete:
         run.finish()
     return run.id
@@ -516,7 +292,7 @@ def execute(specs: list[planner.RunSpec], lm=None, progress: bool = True, trunca
     for (model, device, dtype, revision), ks in by_model.items():
         m = lm if lm is not None else planner.load(model, device, dtype, revision)
         if not truncate:  # every text fits the context, before any shard is computed
-            prompts = any(specs[k].method in ("meta", "token_ppl") for k in ks)
+            prompts = any(_REGISTRY[specs[k].method].prompts for k in ks)
             for k in ks:
                 fit_context(m, specs[k].used, together=prompts)
         for k in ks:
@@ -589,9 +365,11 @@ def repair(store: Store, problems: list[dict] | None = None, device: str = "auto
                              f"{ {k: key.get(k) for k in mine} }, the model loaded now is {mine}")
         p, used, size = planner.parameters_of(key), run.pairs(), run.record["shard_size"]
 
+        method = _REGISTRY[key["method"]]
+
         def one(name):
-            if name == "probes":  # reads the (verified) state shards
-                return probes(store, run.id, used, p), {}
+            if name == method.finish_shard:  # reads the (verified) shards
+                return method.finish(store, run.id, used, p), {}
             i = int(name.removeprefix("shard-"))
             return SHARD[key["method"]](lm, used.iloc[i * size:(i + 1) * size].reset_index(
                 drop=True), p)
@@ -657,7 +435,7 @@ def wide(measures: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
+def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=(DEFAULT_METHOD,), *,
         store: str | Store | None = None, device="auto", dtype="auto", revision: str | None = None,
         bos_policy: str = "bos", token_budget: int | str | None = "auto",
         batch_size: int | None = None, shard_size: int | None = None,
@@ -751,7 +529,7 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=("direct",), *,
     store = store if isinstance(store, Store) else Store(store)
     if truncate:  # the cut texts are the pairs of the key
         lm = lm or planner.load(name, device, dtype, revision)
-        prompts = any(m in ("meta", "token_ppl") for m in methods)
+        prompts = any(_REGISTRY[m].prompts for m in methods)
         pairs = fit_context(lm, pairs, together=prompts, truncate=True)
     specs = planner.plan(name, pairs, methods, params, store=store.root, shard_size=shard_size,
                          device=device, dtype=dtype, revision=revision)
@@ -771,8 +549,9 @@ def _parameters(**values) -> dict:
     (:class:`xcomps_utils.methods.config.RunParameters`).
 
     Raises:
-        ValueError: ``"<field>: <problem>; allowed: <values>"`` for the first invalid one.
+        Invalid: (a ValueError) ``"run parameters: <field>: <problem>; allowed: <values>"`` for
+            the first invalid one.
     """
-    from ..methods.config import RunParameters, validate
+    from ..methods.config import Invalid, RunParameters, validate
 
-    return validate(RunParameters, values, "run parameters").model_dump()
+    return validate(RunParameters, values, "run parameters", error=Invalid).model_dump()

@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
-import importlib
 import json
 from pathlib import Path
 
@@ -27,15 +26,13 @@ import numpy as np
 import pandas as pd
 
 from ..lm.encoding import check_pair_texts
-from ..methods.config import METHODS, RunParameters
+from ..methods.base import ID
+from ..methods.config import RunParameters
+from ..methods.registry import METHODS
 
 __all__ = ["PairSet", "RunSpec", "select", "plan", "identity", "load", "check_model_folder",
            "parameters_of",
-           "prepare_pairs", "check_inputs", "pairs_sha256", "wording_family", "wordings_of",
-           "summary", "ID"]
-
-#: The identifier columns of a pair (in the key and in every result row).
-ID = ["dataset", "task", "lang", "subset", "pair_id", "item"]
+           "prepare_pairs", "check_inputs", "pairs_sha256", "summary", "ID"]
 
 
 @dataclasses.dataclass
@@ -50,8 +47,8 @@ class PairSet:
 def select(methods, tasks=(), languages=(), source="sample", items_per_language=None,
            n_pairs=None, seed=0) -> list[PairSet]:
     """The pairs of a selection: XCOMPS ``languages`` (``items_per_language`` whole items), or
-    ``tasks`` (``n_pairs`` seeded pairs each; token-level perplexity samples from the task's
-    selection rule, so it gets its own pair set).
+    ``tasks`` (``n_pairs`` seeded pairs each; a method that samples by the task's selection
+    rule, ``Method.selection``, gets a pair set of its own).
 
     Raises:
         ValueError: both or neither of tasks and languages; ``n_pairs`` with languages.
@@ -69,12 +66,11 @@ def select(methods, tasks=(), languages=(), source="sample", items_per_language=
                                  items_per_language=items_per_language, seed=seed)
         return [PairSet(f"xcomps {','.join(languages)} ({source})", list(methods), pairs)]
     out, label = [], ",".join(tasks)
-    direct_like = [m for m in methods if m != "token_ppl"]
-    if direct_like:
-        out.append(PairSet(label, direct_like, T.sample(list(tasks), n_pairs, seed)))
-    if "token_ppl" in methods:
-        out.append(PairSet(label, ["token_ppl"],
-                           T.sample(list(tasks), n_pairs, seed, selection=True)))
+    for selection in (False, True):
+        chosen = [m for m in methods if METHODS[m].selection == selection]
+        if chosen:
+            out.append(PairSet(label, chosen, T.sample(list(tasks), n_pairs, seed,
+                                                       selection=selection)))
     return out
 
 
@@ -87,27 +83,12 @@ def pairs_sha256(pairs: pd.DataFrame, columns) -> str:
                                      ensure_ascii=False).encode()).hexdigest()
 
 
-def _method_parameters(method: str, p: dict, columns=()) -> dict:
-    """The parameters of a method that enter its key, as its declaration
-    (:data:`xcomps_utils.methods.config.METHODS`) names them: run parameters, the SHA-256 of the files
-    it reads (``pair_fingerprints`` only where the pairs' ``columns`` hold their column), its
-    protocol."""
-    m = METHODS[method]
-    out = {k: json.loads(json.dumps(p[k])) for k in m.parameters}
-    prints = list(m.fingerprints) + [(k, w) for c, k, w in m.pair_fingerprints if c in columns]
-    for k, where in prints:
-        module, function = where.split(":")
-        out[k] = getattr(importlib.import_module(module), function)()
-    return {**out, **dict(m.protocol)}
-
-
 def parameters_of(key: dict) -> dict:
     """The method parameters of a run, from its key (to recompute a shard of it)."""
     par = key.get("parameters", {})
     defaults = RunParameters().model_dump()
     return {**defaults, "bos_policy": key.get("bos_policy", "bos"),
-            **{k: par[k] for k in ("use_chat_template", "wordings", "probe_by", "n_splits",
-                                   "inner_splits", "seed") if k in par}}
+            **{k: par[k] for m in METHODS.values() for k in m.parameters if k in par}}
 
 
 @dataclasses.dataclass
@@ -115,7 +96,7 @@ class RunSpec:
     """One run, before its model is loaded.
 
     Attributes:
-        model: model name; method: one of :data:`xcomps_utils.methods.config.METHODS`.
+        model: model name; method: one of :data:`xcomps_utils.methods.registry.METHODS`.
         data: the pair set, in words (``"xcomps en,de (sample)"``).
         used: the pairs the run scores (identifiers and the columns the method reads).
         shard_size: pairs per shard (an existing run keeps its own).
@@ -168,7 +149,7 @@ def plan(models, pairs, methods=None, params: dict | RunParameters | None = None
             :class:`PairSet` s (each with its own methods).
         params: the method parameters (:class:`~xcomps_utils.methods.config.RunParameters`).
         store: the results store folder; shard_size: an integer or ``{method: integer}``
-            (default: :data:`xcomps_utils.methods.config.METHODS`' shard sizes).
+            (default: :data:`xcomps_utils.methods.registry.METHODS`' shard sizes).
 
     Raises:
         ValueError: an unknown method or parameter, pairs a method cannot run, a bad text (see
@@ -194,7 +175,7 @@ def plan(models, pairs, methods=None, params: dict | RunParameters | None = None
                             "bos_policy": p["bos_policy"] if METHODS[method].bos_policy else "bos",
                             "pairs_sha256": pairs_sha256(ps, METHODS[method].uses),
                             "n_pairs": len(ps),
-                            "parameters": _method_parameters(method, p, ps.columns),
+                            "parameters": METHODS[method].key_parameters(p, ps.columns),
                             # the method's computation version, not the package's
                             "package_version": METHODS[method].version}
                 size = shard_size.get(method) if isinstance(shard_size, dict) else shard_size
@@ -251,57 +232,15 @@ def check_inputs(pairs: pd.DataFrame, methods: list[str], wordings, probe_by) ->
     """What can be checked of the pairs and parameters without a model.
 
     Raises:
-        ValueError: a bad text (names pair and field), a method the pairs cannot run, unknown
-            wordings, probe groups over columns the pairs lack.
+        ValueError: a bad text (names pair and field); each method's own checks
+            (:meth:`xcomps_utils.methods.base.Method.check_inputs`: pairs it cannot run, unknown
+            wordings, probe groups over columns the pairs lack) raise
+            :class:`xcomps_utils.methods.config.Invalid` naming the field.
     """
     check_pair_texts(pairs, ("good", "bad"))
-    if "meta" in methods:
-        from ..methods.meta import META_COLUMNS, bmlama_rows, check_bmlama_languages
-
-        bm = bmlama_rows(pairs)
-        if bm.any():
-            check_bmlama_languages(pairs.loc[bm, "lang"].unique())
-        if not bm.all():
-            need = [c for c in META_COLUMNS if c not in pairs]
-            if need:
-                raise ValueError(f"Meta needs XCOMPS pairs (xcomps_utils.pairs.xcomps.load_languages) "
-                                 f"or BMLAMA pairs (tasks bmlama17:<lang>, bmlama53:<lang>); "
-                                 f"these lack {need}")
-    if "token_ppl" in methods:
-        if wordings != "all" and (isinstance(wordings, str) or not all(
-                isinstance(w, str) for w in wordings)):
-            raise ValueError(f"wordings must be 'all' or a list of wording ids, got {wordings!r}")
-        for task in pairs["task"].unique():
-            wordings_of(wording_family(task), wordings)
-    if "neuro" in methods:
-        cols = {c for b in probe_by for c in b}
-        if not all(isinstance(b, (list, tuple)) for b in probe_by) or cols - set(pairs):
-            raise ValueError(f"probe_by must be lists of pair columns; {sorted(cols - set(pairs))}"
-                             f" are not columns of the pairs")
-
-
-def wording_family(task: str) -> str:
-    """The token-level perplexity wordings family of a task (ValueError: XCOMPS has none)."""
-    from ..pairs.tasks import get
-
-    if task.startswith("xcomps"):
-        raise ValueError("token-level perplexity has no prompt wordings for XCOMPS yet")
-    return get(task).wordings
-
-
-def wordings_of(family: str, wordings) -> list[dict]:
-    """The chosen wordings (``"all"`` or ids) of a family (ValueError: none of them exists)."""
-    from ..methods.perplexity import load_wordings
-
-    ws = load_wordings(family)
-    if wordings == "all":
-        return ws
-    chosen = [w for w in ws if w["id"] in wordings]
-    if not chosen:
-        raise ValueError(f"none of the wordings {wordings} exists for {family!r}; it has "
-                         f"{[w['id'] for w in ws]}")
-    return chosen
-
+    params = {"wordings": wordings, "probe_by": probe_by}
+    for m in methods:
+        METHODS[m].check_inputs(pairs, params)
 
 
 # --- the model ------------------------------------------------------------------------------------
@@ -362,9 +301,10 @@ def identity(spec: RunSpec, device_kind: str | None = None) -> dict | None:
 
 
 def summary(measures: pd.DataFrame) -> pd.DataFrame:
-    """Accuracy per (model,) method, task and language (Direct, Meta: per pair, Meta's mean of
-    both option orders; token_ppl: per prompt pair)."""
-    per_pair = (measures.method == "token_ppl") | (measures.order == "")
+    """Accuracy per (model,) method, task and language (per pair: the rows without an order, the
+    mean of the option orders; a method with ``per_order_decisions``: per prompt pair)."""
+    per_order = [n for n, m in METHODS.items() if m.per_order_decisions]
+    per_pair = measures.method.isin(per_order) | (measures.order == "")
     m = measures[(measures.measure == "correct") & per_pair]
     if not len(m):
         return pd.DataFrame()

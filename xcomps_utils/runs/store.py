@@ -155,10 +155,15 @@ class Run:
         return rec
 
     def shards(self) -> list[str]:
-        """The names of every shard the complete run has (Neuro: and ``probes``)."""
+        """The names of every shard the complete run has (and its method's finishing shard,
+        ``Method.finish_shard``: Neuro's ``probes``)."""
+        from ..methods.registry import METHODS
+
         rec = self.record
         names = [_shard_name(i) for i in range(rec["n_shards"])]
-        return names + (["probes"] if rec["key"].get("method") == "neuro" else [])
+        method = METHODS.get(rec["key"].get("method"))
+        last = method.finish_shard if method is not None else None
+        return names + ([last] if last else [])
 
     @property
     def complete(self) -> bool:
@@ -695,13 +700,14 @@ class Store:
         for rid, names in damaged.items():
             run = Run(self, rid)
             one = recompute(run)
-            for name in sorted(names, key=lambda n: (n == "probes", n)):
+            # the finishing shard (not shard-<i>) last: it reads the others
+            for name in sorted(names, key=lambda n: (not n.startswith("shard-"), n)):
                 moved = self._quarantine(rid, name, stamp)
                 self._repairing.add((rid, name))
                 try:
                     measures, details = one(name)
-                    run.commit_shard(name if name == "probes" else
-                                     int(name.removeprefix("shard-")), measures, details)
+                    run.commit_shard(int(name.removeprefix("shard-")) if name.startswith(
+                        "shard-") else name, measures, details)
                 finally:
                     self._repairing.discard((rid, name))
                 out.append({"run": rid, "shard": name, "moved": moved})

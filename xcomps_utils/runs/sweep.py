@@ -31,6 +31,7 @@ from pydantic import BeforeValidator, PrivateAttr, model_validator
 from ..errors import XcompsError
 from ..methods import config as C
 from ..methods.config import choice, Languages, names, pair_set, pair_sets, Ray, typed
+from ..methods.registry import METHODS
 from . import planner as P
 
 __all__ = ["SweepError", "Sweep", "RunSpec", "SweepResult", "load_sweep", "parse_sweep", "plan",
@@ -52,7 +53,7 @@ class Sweep(C.RunParameters):
 
     store: Annotated[str, typed(str, "a folder name", "results store folder")] = "results"
     models: Annotated[list, names()]
-    methods: Annotated[list, names(tuple(C.METHODS))]
+    methods: Annotated[list, names(tuple(METHODS))]
     data: Annotated[list[Annotated[Any, BeforeValidator(pair_set)]],
                     BeforeValidator(pair_sets)]
     device: Annotated[str, BeforeValidator(C.device_name)] = "auto"
@@ -73,15 +74,15 @@ class Sweep(C.RunParameters):
         for i, e in enumerate(self.data):
             kind = "languages" if isinstance(e, Languages) else "tasks"
             for m in e.methods or self.methods:
-                need = C.METHODS[m].needs
-                xcomps = kind == "languages" or all(t.startswith(C.METHODS[m].task_prefixes)
+                need = METHODS[m].needs
+                xcomps = kind == "languages" or all(t.startswith(METHODS[m].task_prefixes)
                                                     for t in e.tasks)
                 if (need == "xcomps" and not xcomps) or (need == "tasks" and kind != "tasks"):
-                    why = C.METHODS[m].why + (" (a pair set with 'languages')"
+                    why = METHODS[m].why + (" (a pair set with 'languages')"
                                               if need == "xcomps" else "")
                     raise C.Invalid(f"a pair set of {kind} cannot run {m}: {why}; give data[{i}] "
                                     f"its own 'methods' list",
-                                    ", ".join(n for n, d in C.METHODS.items() if d.needs != need),
+                                    ", ".join(n for n, d in METHODS.items() if d.needs != need),
                                     f"data[{i}].methods" if e.methods else "methods")
         return self
 

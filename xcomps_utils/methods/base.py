@@ -1,0 +1,231 @@
+"""The contract every method keeps: one object per method, one module per method.
+
+A method is an instance of a subclass of :class:`Method`. Its dataclass fields are its
+declaration (they enter the run key: shard size, the pair columns it reads, the pairs it needs,
+its parameters, fingerprints, protocol, computation version); its class attributes and methods
+are what the run machinery (:mod:`xcomps_utils.runs`) asks of it, so that no module there tests a
+method's name: the computation of one shard (:meth:`Method.compute_shard`), an optional
+run-level finishing step (:attr:`Method.finish_shard`, :meth:`Method.finish`), whether its texts
+are scored inside prompts (:attr:`Method.prompts`), how its pairs are sampled
+(:attr:`Method.selection`), its input checks (:meth:`Method.check_inputs`), the command-line flags
+only it reads (:attr:`Method.flags`), and what an audit compares with which tolerance
+(:attr:`Method.audit_tolerance`). The methods are registered in
+:data:`xcomps_utils.methods.registry.METHODS`: adding a method is one module plus its registration.
+
+Nothing here imports torch: a method imports its model code inside :meth:`compute_shard`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+from ..errors import did_you_mean, XcompsError
+
+__all__ = ["Method", "ID", "MEASURE_COLUMNS", "long_measures", "Invalid", "validate", "nested",
+           "Strict"]
+
+#: The identifier columns of a pair (in the key and in every result row).
+ID = ["dataset", "task", "lang", "subset", "pair_id", "item"]
+#: The columns of every method's long measures (``xcomps_utils.runs.store.MEASURE_SCHEMA``).
+MEASURE_COLUMNS = ["method", "dataset", "task", "lang", "subset", "pair_id", "item", "wording",
+                   "order", "layer", "measure", "value"]
+
+
+def long_measures(pairs: pd.DataFrame, method: str, values: dict, wording="", order="",
+                  layer=-1) -> pd.DataFrame:
+    """Long rows (:data:`MEASURE_COLUMNS`): every pair of ``pairs`` x every measure of
+    ``values`` (name -> ``[n]``), for ``method``."""
+    frames = []
+    for measure, v in values.items():
+        f = pairs[ID].copy()
+        f["method"], f["wording"], f["order"], f["layer"] = method, wording, order, layer
+        f["measure"], f["value"] = measure, np.asarray(v, dtype=np.float64)
+        frames.append(f)
+    return pd.concat(frames, ignore_index=True)[MEASURE_COLUMNS]
+
+
+# --- the one error of every check: a field, its problem, what is allowed --------------------------
+
+class Invalid(XcompsError, ValueError):
+    """One invalid field: ``field`` (a path such as ``data[0].languages[1]``; ``""``: the field
+    the validator belongs to), ``problem`` and ``allowed`` (in words)."""
+
+    def __init__(self, problem: str, allowed: str | None = None, field: str = ""):
+        self.problem, self.allowed, self.field = problem, allowed, field
+        super().__init__(f"{problem}" + (f"; allowed: {allowed}" if allowed else ""))
+
+
+def _join(path: str, part) -> str:
+    """``data`` + 0 -> ``data[0]``; ``data[0]`` + ``languages`` -> ``data[0].languages``."""
+    part = f"[{part}]" if isinstance(part, int) else str(part)
+    return path + part if not path or not part or part.startswith("[") else f"{path}.{part}"
+
+
+def _first(err: ValidationError) -> Invalid:
+    """The first error of a pydantic validation as one :class:`Invalid` (with its path)."""
+    e = err.errors()[0]
+    path = ""
+    for part in e["loc"]:
+        path = _join(path, part)
+    cause = (e.get("ctx") or {}).get("error")
+    if isinstance(cause, Invalid):
+        return Invalid(cause.problem, cause.allowed, _join(path, cause.field))
+    if e["type"] == "missing":
+        return Invalid("missing (required)", None, path)
+    return Invalid(e["msg"].removeprefix("Value error, "), None, path)
+
+
+def validate(model: type[BaseModel], raw: Any, file: str, error=ValueError) -> BaseModel:
+    """``model.model_validate(raw)``, its first error raised as ``error("<file>: <field>:
+    <problem>; allowed: <values>")``."""
+    try:
+        return model.model_validate(raw)
+    except ValidationError as err:
+        bad = _first(err)
+        raise error(f"{file}: {bad.field or '(top level)'}: {bad}") from None
+
+
+def nested(model: type[BaseModel], raw: Any) -> BaseModel:
+    """``model.model_validate(raw)`` inside another model's validator (its error as
+    :class:`Invalid`, path kept)."""
+    try:
+        return model.model_validate(raw)
+    except ValidationError as err:
+        raise _first(err) from None
+
+
+
+class Strict(BaseModel):
+    """A mapping of declared fields: an unknown field is named, with a did-you-mean."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known(cls, raw):
+        if not isinstance(raw, dict):
+            raise Invalid(f"{raw!r} is not a mapping", ", ".join(cls.model_fields))
+        own = [f for f in cls.__dict__.get("__annotations__", {}) if f in cls.model_fields]
+        known = list(dict.fromkeys(own + list(cls.model_fields)))  # its own fields first
+        for k in raw:
+            if k not in cls.model_fields:
+                close = did_you_mean(k, known)
+                raise Invalid("unknown field" + (f" ({close})" if close else ""),
+                              ", ".join(known), str(k))
+        return raw
+
+
+
+# --- the contract ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Method:
+    """One method: its declaration (the fields, which enter the run key) and its behaviour.
+
+    Attributes:
+        shard_size: default pairs per shard (the unit of resuming).
+        uses: the pair columns it reads beyond the identifiers (they enter the run key's
+            ``pairs_sha256``, in this order).
+        needs: ``"xcomps"`` (XCOMPS pairs, or the tasks of ``task_prefixes``), ``"tasks"`` (not
+            XCOMPS) or ``""``.
+        why: the reason for ``needs``, in words (for the error message).
+        parameters: the :class:`~xcomps_utils.methods.config.RunParameters` fields that enter
+            its run key.
+        fingerprints: ``(key, function)``: a function returning the SHA-256 of a file the
+            method reads (prompt templates), entered into the key.
+        protocol: fixed descriptions of what it computes, entered into the key (a new protocol,
+            new runs).
+        bos_policy: whether it follows the run's ``bos_policy`` (else always ``"bos"``).
+        pair_fingerprints: ``(column, key, function)``: like ``fingerprints``, entered into the
+            key only for pairs that have ``column`` (a file only those pairs read: Meta's BMLAMA
+            templates), so the keys of other pairs stay what they were.
+        version: its computation version, the package version at which its numbers last
+            changed. It enters the run key (under the key's historical name
+            ``package_version``), not the package's own version: a release that leaves a
+            method's numbers as they were keeps its runs, so a shipped results store survives
+            it. A change that moves a method's numbers sets this to the new package version (new
+            run ids; the old runs stay in the store, unread) and says so in its commit.
+        task_prefixes: with ``needs="xcomps"``, the registry's task names (by prefix) whose
+            pairs it also runs on (the command line's ``--task``, a sweep's ``tasks``).
+
+    Class attributes (behaviour, not in the key): ``name`` (its registered name, the key's
+    ``method``), ``prompts``, ``selection``, ``flags``, ``finish_shard``,
+    ``per_order_decisions``, ``audit_tolerance``; see each.
+    """
+
+    shard_size: int
+    uses: tuple[str, ...]
+    needs: str = ""
+    why: str = ""
+    parameters: tuple[str, ...] = ()
+    fingerprints: tuple[tuple[str, Callable[[], str]], ...] = ()
+    protocol: tuple[tuple[str, str], ...] = ()
+    bos_policy: bool = False
+    pair_fingerprints: tuple[tuple[str, str, Callable[[], str]], ...] = ()
+    version: str = "0.3.0"
+    task_prefixes: tuple[str, ...] = ("xcomps:",)
+
+    #: The registered name (the run key's ``method``, the ``method`` column of its measures).
+    name: ClassVar[str] = ""
+    #: Its texts are scored inside prompts: a pair's texts are checked against the model's
+    #: context together (``xcomps_utils.lm.encoding.fit_context(together=True)``).
+    prompts: ClassVar[bool] = False
+    #: Its pairs are sampled by each task's selection rule (``tasks.sample(selection=True)``),
+    #: so a selection of tasks gives it a pair set of its own.
+    selection: ClassVar[bool] = False
+    #: The run parameters only it reads, as the command line names them:
+    #: ``{parameter: (flag, default)}`` (a flag given to no method reading it is an error).
+    flags: ClassVar[dict[str, tuple[str, object]]] = {}
+    #: The name of its run-level shard written by :meth:`finish` after the last shard
+    #: (``None``: no finishing step).
+    finish_shard: ClassVar[str | None] = None
+    #: Each of its ``correct`` rows (per ``wording`` and ``order``) is a decision; otherwise only
+    #: the rows without an ``order`` are (the orders' mean).
+    per_order_decisions: ClassVar[bool] = False
+    #: What an audit (:mod:`xcomps_utils.runs.audit`) allows a recomputed measure to differ by:
+    #: ``"sentence_tokens"`` (log-probabilities within the dtype's per-token tolerance, tokens
+    #: counted by the ``n_tokens_good``/``n_tokens_bad`` measures; decisions by ``delta``),
+    #: ``"answer_tokens"`` (the same, tokens counted by :meth:`token_counts`),
+    #: ``"proportions"`` (perplexities through exp, proportions propagated from the
+    #: ``ppl_groups`` detail; decisions by ``ln PPL(B) - ln PPL(A)``), ``"probe"`` (every
+    #: measure within the probe tolerance) or ``"equal"``.
+    audit_tolerance: ClassVar[str] = "equal"
+
+    def compute_shard(self, lm, pairs: pd.DataFrame, params: dict
+                      ) -> tuple[pd.DataFrame | None, dict]:
+        """One shard: ``(long measures or None, {detail name: table or array})`` of the
+        ``pairs`` (identifiers and the columns of ``uses``) with the loaded model ``lm`` and the
+        run parameters ``params``."""
+        raise NotImplementedError(f"{type(self).__name__} computes no shard")
+
+    def finish(self, store, rid: str, pairs: pd.DataFrame, params: dict) -> pd.DataFrame:
+        """The run-level step (:attr:`finish_shard`) over the run's stored shards: its long
+        measures."""
+        raise NotImplementedError(f"{type(self).__name__} has no finishing step")
+
+    def check_inputs(self, pairs: pd.DataFrame, params: dict) -> None:
+        """What can be checked of the pairs and the run parameters without a model (raises
+        :class:`Invalid` naming the field); nothing by default."""
+
+    def token_counts(self, lm, pairs: pd.DataFrame, params: dict):
+        """Per pair, the tokens of the good and of the bad score (``(good, bad)`` arrays), for
+        the tolerance of ``audit_tolerance="answer_tokens"``."""
+        raise NotImplementedError(f"{type(self).__name__} counts no answer tokens")
+
+    def key_parameters(self, params: dict, columns=()) -> dict:
+        """The parameters that enter its run key: its run ``parameters``, the SHA-256 of the
+        files it reads (``pair_fingerprints`` only where the pairs' ``columns`` hold their
+        column), its protocol."""
+        import json
+
+        out = {k: json.loads(json.dumps(params[k])) for k in self.parameters}
+        prints = list(self.fingerprints) + [(k, f) for c, k, f in self.pair_fingerprints
+                                            if c in columns]
+        for k, function in prints:
+            out[k] = function()
+        return {**out, **dict(self.protocol)}
