@@ -50,6 +50,8 @@ SMOKE_xcomps_token_level = -p model smollm2-135m-instruct -p items_per_language 
 SMOKE_xcomps_token_level_agreement = -p model smollm2-135m-instruct -p items_per_language 5 \
   -y '{languages: [en, de]}' -p n_boot 200 -p store $(STORE)
 SMOKE_DIR := build/smoke
+# make smoke executes two chapters at once, each on one core (see JOBS below).
+SMOKE_JOBS ?= 2
 
 # Publish sizes (make publish): the sizes the results pages name as deciding, for the deployed
 # book. Every run goes through the results store ($(STORE), results/ by default), so an interrupted
@@ -89,7 +91,13 @@ DESC_xcomps_token_level_agreement = which XCOMPS items a model knows in every la
 # tqdm.auto draws widgets in a kernel when ipywidgets is installed (otter-grader needs it); a
 # SPYDER* variable makes it fall back to its console bar, and TQDM_MININTERVAL keeps it to one
 # line every 20 s.
-PAPERMILL_ENV := SPYDER_TQDM_CONSOLE=1 TQDM_MININTERVAL=20
+PAPERMILL_ENV = SPYDER_TQDM_CONSOLE=1 TQDM_MININTERVAL=20 $(if $(filter-out 1,$(JOBS)),$(ONE_CORE))
+# JOBS chapters at once (make smoke: 2, one per core; make book and make publish: 1, since one
+# model process takes both cores): each process then keeps to one core (torch's and MKL's threads,
+# a Neuro run's probe workers), so two never slow each other down. Chapters share the results
+# store safely (one lock per shard: a run two chapters need is computed once, the other waits).
+JOBS ?= 1
+ONE_CORE := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 XCOMPS_PROBE_JOBS=1
 N_CHAPTERS := $(words $(CHAPTERS))
 
 .PHONY: book render check test audit smoke smoke-chapters install install-dev notebooks clean publish grade colab-notebooks
@@ -136,7 +144,7 @@ notebooks: install
 	rm -rf $(EXECUTED) build/notebooks-$(SIZE) && mkdir -p $(EXECUTED) build/notebooks-$(SIZE)
 	@date +%s > build/notebooks-$(SIZE)/.started
 	@echo "[$(SIZE)] $(N_CHAPTERS) chapters into $(EXECUTED), results store $(STORE)"
-	$(MAKE) --no-print-directory $(CHAPTERS:%=$(EXECUTED)/%.ipynb)
+	$(MAKE) --no-print-directory $(if $(filter-out 1,$(JOBS)),-j$(JOBS)) $(CHAPTERS:%=$(EXECUTED)/%.ipynb)
 	@echo "[$(SIZE)] all $(N_CHAPTERS) chapters executed in $$(( $$(date +%s) - $$(cat build/notebooks-$(SIZE)/.started) )) s"
 
 # Parameters of chapter $* at this SIZE (none: the chapter's defaults).
@@ -147,6 +155,9 @@ chapter_args = $(if $(filter smoke,$(SIZE)),$(SMOKE_$*),$(if $(filter publish,$(
 # time the chapter is executed); the findings page reads them, after every other chapter.
 VERDICTS = $(abspath $(EXECUTED))/verdicts
 $(EXECUTED)/findings.ipynb: $(patsubst %,$(EXECUTED)/%.ipynb,$(filter-out findings,$(CHAPTERS)))
+# The agreement page reads the Direct run the token-level page computes (it would compute it itself,
+# at the same time, if both ran at once: the shard lock makes one wait, but the order is clearer).
+$(EXECUTED)/xcomps_token_level_agreement.ipynb: $(EXECUTED)/xcomps_token_level.ipynb
 
 $(EXECUTED)/%.ipynb: notebooks/%.md
 	@i=$$(printf '%s\n' $(CHAPTERS) | grep -nx '$*' | cut -d: -f1); t0=$$(date +%s); \
@@ -177,7 +188,7 @@ render: install
 smoke: install
 	rm -rf $(SMOKE_DIR) && mkdir -p $(SMOKE_DIR)/book
 	cp -r $(filter-out book/executed,$(wildcard book/*)) $(SMOKE_DIR)/book/
-	$(MAKE) --no-print-directory notebooks SIZE=smoke EXECUTED=$(SMOKE_DIR)/book/executed STORE=$(SMOKE_DIR)/results
+	$(MAKE) --no-print-directory notebooks SIZE=smoke EXECUTED=$(SMOKE_DIR)/book/executed STORE=$(SMOKE_DIR)/results JOBS=$(SMOKE_JOBS)
 	$(MAKE) --no-print-directory render BOOK_DIR=$(SMOKE_DIR)/book OUT=$(CURDIR)/$(SMOKE_DIR)
 
 # Chapters of the smoke build as `make smoke` executes them (its parameters, its results store),
@@ -190,21 +201,24 @@ smoke-chapters:
 
 # The fast tier: the tests not marked slow (tests/conftest.py marks those that load a model, read
 # or execute a chapter, or simulate a test's null rate or power), after the lint (ruff; its rules
-# in pyproject.toml), on WORKERS processes (pytest-xdist; auto: one per core). The slow tier runs
-# in one process (its tests load models, whose threads take every core). README: the slowest ten.
+# in pyproject.toml), on WORKERS processes (pytest-xdist; auto: one per core). README: the slowest
+# ten.
 PYTEST := $(PY) -m pytest -q --durations=10
 WORKERS ?= auto
 check: install-dev
 	$(VENV)/bin/ruff check .
 	$(PYTEST) -m "not slow" -n $(WORKERS)
 
+# The slow tier on SLOW_WORKERS processes, each on one core (ONE_CORE), a test file's tests in one
+# process (--dist loadfile: a file's model and module fixtures are made once).
+SLOW_WORKERS ?= 2
 # Everything, each chapter executed once: the fast tier first (it fails in minutes), the smoke
 # book (every chapter, exercises included), then the slow tier, whose chapter tests read the smoke
 # build's executed chapters and results store instead of running papermill again.
 test: install-dev
 	$(MAKE) --no-print-directory check
 	$(MAKE) --no-print-directory smoke
-	$(PYTEST) -m slow
+	$(ONE_CORE) $(PYTEST) -m slow -n $(SLOW_WORKERS) --dist loadfile
 	$(MAKE) --no-print-directory audit
 	$(MAKE) --no-print-directory grade
 
@@ -230,8 +244,10 @@ publish: install
 # Graded assignments (assignments/README.md): otter assign splits each master notebook into the
 # student notebook and the autograder; otter run grades the reference solution (must score full
 # marks) and the planted wrong one (must not). Fails if either expectation breaks.
+# GRADE_JOBS assignments at once, each kernel on one core.
+GRADE_JOBS ?= 2
 grade: install-dev
-	$(PY) assignments/grade.py
+	$(if $(filter-out 1,$(GRADE_JOBS)),$(ONE_CORE)) $(PY) assignments/grade.py --jobs $(GRADE_JOBS)
 
 # Each chapter as .ipynb with a first cell that installs the package in Colab (Colab opens only
 # .ipynb files from GitHub); the book workflow pushes build/colab to the branch `colab`.

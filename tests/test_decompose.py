@@ -266,35 +266,6 @@ def test_the_shuffled_prior_keeps_language_and_type_and_unties_the_prior_from_th
     assert concept_prior.shuffled_prior_accuracy(two) == 0.5
 
 
-@pytest.mark.slow
-def test_chapter_runs_small_and_renders_again_from_its_store(tmp_path):
-    """The chapter end to end (2 items per language, no second model), twice: the second time
-    the Direct run is read from the store."""
-    import jupytext
-    import papermill
-
-    from xcomps_utils.runs.store import Store
-
-    repo = __import__("pathlib").Path(__file__).resolve().parent.parent
-    src = tmp_path / "chapter.ipynb"
-    jupytext.write(jupytext.read(repo / "notebooks" / "xcomps_token_level.md"), src)
-    store = tmp_path / "results"
-    params = dict(items_per_language=2, compare_model=None, n_boot=100, store=str(store))
-    for k in range(2):
-        out = tmp_path / f"out{k}.ipynb"
-        papermill.execute_notebook(str(src), str(out), parameters=params, cwd=str(tmp_path),
-                                   kernel_name="python3", progress_bar=False,
-                                   execution_timeout=900)
-        text = out.read_text()
-        assert '"output_type": "error"' not in text
-        assert "bokeh.min.js" in text and "image/png" in text  # explorer and figures drawn
-        # the claims are printed (with 2 items per language the item claims cannot be decided)
-        assert any(v in text for v in ("**Supported**", "**Inconclusive**", "**Contradicted**",
-                                       "**Cannot be decided"))
-    assert "read from the results store" in text
-    assert len(Store(store).runs()) == 2  # Direct on the pairs and on their mismatched control
-
-
 def test_the_printed_gain_verdict_flips_with_the_data():
     """The page's claims cell (claims.correct, claims_markdown): a helpful prior prints
     Supported, a noisy one that costs Direct accuracy prints Contradicted."""

@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import subprocess
-from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
@@ -54,16 +53,17 @@ def _parameters(nb) -> dict:
 
 
 def _runs_created_by(nb, store=STORE) -> pd.DataFrame:
-    """The runs of ``store`` created while ``nb`` was executed (run.json's ``created`` is to the
-    second; papermill records the notebook's start and end)."""
+    """The runs of ``store`` that ``nb``'s chapter computed: their provenance names the chapter
+    (``XCOMPS_CHAPTER``, set by the Makefile's rule), which holds when two chapters are executed
+    at once, as make smoke does."""
     from xcomps_utils.runs.store import Store
 
-    pm = nb["metadata"]["papermill"]
-    start = datetime.fromisoformat(pm["start_time"]).replace(microsecond=0)
-    end = datetime.fromisoformat(pm["end_time"])
+    chapter = Path(nb["metadata"]["papermill"]["output_path"]).stem
+    root = Path(store)
     runs = Store(store).runs()
-    created = runs.created.map(datetime.fromisoformat)
-    return runs[(created >= start) & (created <= end)]
+    by = [json.loads((root / "runs" / r / "run.json").read_text()).get("provenance", {})
+          .get("chapter") for r in runs.run]
+    return runs[[b == chapter for b in by]]
 
 
 def test_parameters_cell_survives_jupytext():
@@ -91,25 +91,43 @@ def test_direct_scoring_and_first_token_chapters(data_dir):
     assert {"bos", "drop_first", "lm_eval"} <= set(conventions.bos_policy)
 
 
-def test_direct_scoring_renders_again_from_its_store(data_dir, tmp_path):
-    """The second time, every run is in the store: the pages render without loading a model and
-    nothing is recomputed beside (papermill, through the Makefile's rule, on a copy of the smoke
-    store)."""
+def test_pages_render_again_from_their_store(data_dir, tmp_path):
+    """The second time, every run is in the store: the direct-scoring, first-token and XCOMPS
+    token-level pages render without loading a model and nothing is recomputed beside
+    (papermill, through the Makefile's rule, on a copy of the smoke store)."""
     from xcomps_utils.runs.store import Store
 
-    _executed("direct_scoring", "first_token")
+    pages = ("direct_scoring", "first_token", "xcomps_token_level")
+    _executed(*pages)
     store, out = tmp_path / "results", tmp_path / "executed"
     shutil.copytree(STORE, store)
     out.mkdir()
     before = len(Store(store).runs())
     _make("SIZE=smoke", f"EXECUTED={out}", f"STORE={store}",
-          str(out / "direct_scoring.ipynb"), str(out / "first_token.ipynb"))
-    again, first = (json.loads((out / f"{c}.ipynb").read_text())
-                    for c in ("direct_scoring", "first_token"))
-    text = json.dumps(again)
-    assert not _errors(again) and "read from the results store" in text and "image/png" in text
-    assert not _errors(first)
+          *(str(out / f"{c}.ipynb") for c in pages))
+    again = {c: json.loads((out / f"{c}.ipynb").read_text()) for c in pages}
+    for c in ("direct_scoring", "xcomps_token_level"):
+        text = json.dumps(again[c])
+        assert not _errors(again[c]) and "read from the results store" in text, c
+        assert "image/png" in text, c
+    assert not _errors(again["first_token"])
     assert len(Store(store).runs()) == before  # nothing recomputed beside
+
+
+def test_xcomps_token_level_chapter():
+    """The token-level page: its explorer and figures drawn, its claims printed, and its two
+    Direct runs (the pairs and their mismatched control), per model it scores."""
+    (nb,) = _executed("xcomps_token_level")
+    text = json.dumps(nb)
+    assert not _errors(nb)
+    assert "bokeh.min.js" in text and "image/png" in text
+    assert any(v in text for v in ("**Supported**", "**Inconclusive**", "**Contradicted**",
+                                   "**Cannot be decided"))
+    runs = _runs_created_by(nb)
+    assert set(runs.method) == {"direct"}
+    models = [_parameters(nb)["model"]] + ([_parameters(nb)["compare_model"]]
+                                           if _parameters(nb).get("compare_model") else [])
+    assert len(runs) == 2 * len(models)
 
 
 def test_reproducibility_chapter(data_dir):

@@ -246,3 +246,14 @@ def test_neuro_probes_do_not_depend_on_the_number_of_workers(lm, tmp_path, monke
     assert {"en", "de"} <= set(out[2]["lang"])
     np.testing.assert_array_equal(
         np.sort(out[2]["value"].to_numpy()), np.sort(stored["value"].to_numpy()))
+
+
+def test_a_run_names_the_chapter_that_computed_it(monkeypatch):
+    """The provenance names ``$XCOMPS_CHAPTER`` (the Makefile's chapter rule sets it), so the
+    chapters' tests tell which page computed a run when make smoke executes two at once."""
+    from xcomps_utils.runs.results import provenance
+
+    monkeypatch.setenv("XCOMPS_CHAPTER", "xcomps_token_level")
+    assert provenance()["chapter"] == "xcomps_token_level"
+    monkeypatch.delenv("XCOMPS_CHAPTER")
+    assert "chapter" not in provenance()

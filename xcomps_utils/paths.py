@@ -57,6 +57,13 @@ def data_dir() -> Path | None:
     return Path(env) if env else None
 
 
+def chapter() -> str | None:
+    """``$XCOMPS_CHAPTER``: the chapter being executed (the Makefile's chapter rule sets it), or
+    None. A run records it in its provenance, so a run is traced to the page that computed it
+    even when two chapters are executed at once (``make smoke``)."""
+    return os.environ.get("XCOMPS_CHAPTER") or None
+
+
 def probe_jobs() -> int:
     """Worker processes for a Neuro run's probes: ``$XCOMPS_PROBE_JOBS``, else every core.
 

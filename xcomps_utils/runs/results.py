@@ -12,7 +12,7 @@ import platform
 
 import pandas as pd
 
-from .. import __version__
+from .. import __version__, paths
 
 __all__ = ["environment", "provenance"]
 
@@ -45,6 +45,8 @@ def provenance(lm=None, datasets: dict | None = None, **parameters) -> dict:
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "data_sha256": datasets or {}, "parameters": parameters,
     }
+    if paths.chapter():  # the page that computed it (the Makefile's chapter rule)
+        record["chapter"] = paths.chapter()
     if lm is not None:
         record.update(lm.provenance())
     return record
