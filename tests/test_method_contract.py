@@ -81,6 +81,7 @@ def test_declaration(name):
     assert set(m.flags) <= set(config.RunParameters.model_fields)
     assert m.audit_tolerance in ("sentence_tokens", "answer_tokens", "proportions", "probe",
                                  "equal")
+    assert set(m.audit_details.values()) <= {"token_logprobs", "prompt_groups"}
     assert m.finish_shard is None or not m.finish_shard.startswith("shard-")
     assert re.fullmatch(r"\d+\.\d+\.\d+", m.version)
     for key, function in m.fingerprints:
@@ -125,6 +126,10 @@ def test_one_shard_resume_and_round_trip(name, lm, data_dir, tmp_path):
     shard = spec.used.iloc[:size].reset_index(drop=True)
     measures, details = m.compute_shard(lm, shard, p)
     assert isinstance(details, dict)
+    assert set(m.audit_details) <= set(details)  # the audit's rules name tables it writes
+    arrays = [d for d, v in details.items() if isinstance(v, np.ndarray)]
+    if arrays:  # their rows are named by a table of texts, one per row
+        assert len(details[m.array_rows]["text"]) == len(details[arrays[0]])
     if measures is not None:
         assert list(measures.columns) == base.MEASURE_COLUMNS
         assert set(measures["method"]) == {name}

@@ -195,6 +195,15 @@ class Method:
     #: ``ppl_groups`` detail; decisions by ``ln PPL(B) - ln PPL(A)``), ``"probe"`` (every
     #: measure within the probe tolerance) or ``"equal"``.
     audit_tolerance: ClassVar[str] = "equal"
+    #: How an audit compares the float columns of its detail tables: ``{detail: kind}``, kind
+    #: ``"token_logprobs"`` (column ``logprob`` within one token's tolerance) or
+    #: ``"prompt_groups"`` (token-group sums and perplexities of ``ppl_groups`` within their
+    #: tokens' tolerance); a detail not named here is compared equal (arrays: within the state
+    #: tolerance).
+    audit_details: ClassVar[dict[str, str]] = {}
+    #: The detail table whose ``text`` column names the rows of its array details (Neuro's
+    #: ``neuro_sentences``), for the audit's messages.
+    array_rows: ClassVar[str | None] = None
 
     def compute_shard(self, lm, pairs: pd.DataFrame, params: dict
                       ) -> tuple[pd.DataFrame | None, dict]:

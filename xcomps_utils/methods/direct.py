@@ -31,6 +31,7 @@ class Direct(Method):
     name = "direct"
     flags = {"bos_policy": ("--bos-policy", "bos")}
     audit_tolerance = "sentence_tokens"
+    audit_details = {"direct_tokens": "token_logprobs"}
 
     def compute_shard(self, lm, pairs: pd.DataFrame, params: dict) -> tuple[pd.DataFrame, dict]:
         """Every distinct sentence scored once (:func:`xcomps_utils.lm.scoring.token_scores`);

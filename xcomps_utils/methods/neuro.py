@@ -270,6 +270,7 @@ class Neuro(Method):
     name = "neuro"
     finish_shard = "probes"
     audit_tolerance = "probe"
+    array_rows = "neuro_sentences"
 
     def check_inputs(self, pairs: pd.DataFrame, params: dict) -> None:
         """``probe_by`` is lists of columns of the pairs

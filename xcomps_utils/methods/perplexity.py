@@ -352,6 +352,7 @@ class TokenPerplexity(Method):
     per_order_decisions = True
     flags = {"wordings": ("--wordings", ())}
     audit_tolerance = "proportions"
+    audit_details = {"ppl_tokens": "token_logprobs", "ppl_groups": "prompt_groups"}
 
     def check_inputs(self, pairs: pd.DataFrame, params: dict) -> None:
         """``wordings`` is ``"all"`` or a list of ids, and every task has those wordings

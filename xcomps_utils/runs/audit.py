@@ -548,12 +548,13 @@ def _compare_measures(method: str, old: pd.DataFrame, new: pd.DataFrame, prec: _
     return out
 
 
-def _detail_rules(detail: str, new: pd.DataFrame, prec: _Precision) -> dict:
-    """``column -> (tolerance array, name)`` for a detail table's float columns."""
+def _detail_rules(kind: str | None, new: pd.DataFrame, prec: _Precision) -> dict:
+    """``column -> (tolerance array, name)`` for a detail table's float columns, by the kind its
+    method declares (``Method.audit_details``)."""
     one = (prec.lp(np.ones(len(new))), prec.name(1))
-    if detail in ("direct_tokens", "ppl_tokens"):
+    if kind == "token_logprobs":
         return {"logprob": one}
-    if detail == "ppl_groups":
+    if kind == "prompt_groups":
         ka = new["n_tokens_correct"].to_numpy(np.float64)
         kb = new["n_tokens_incorrect"].to_numpy(np.float64)
         return {"s_correct": (prec.lp(ka), lambda j: prec.name(ka[j])),
@@ -569,9 +570,9 @@ def _detail_rules(detail: str, new: pd.DataFrame, prec: _Precision) -> dict:
     return {}
 
 
-def _compare_detail(detail: str, old: pd.DataFrame, new: pd.DataFrame, prec: _Precision
-                    ) -> list[dict]:
-    rules = _detail_rules(detail, new, prec)
+def _compare_detail(detail: str, old: pd.DataFrame, new: pd.DataFrame, prec: _Precision,
+                    kind: str | None = None) -> list[dict]:
+    rules = _detail_rules(kind, new, prec)
     keys = [c for c in new.columns if c not in rules]
     bad = _rows_differ(detail, old, new, [c for c in keys if c in old])
     if bad:
@@ -636,17 +637,18 @@ def _compare_shard(store: Store, tmp: Store, rid: str, name: str, method: str,
                             "(the probes are recomputed from recomputed states)", "where": "",
                             "ok": True})
                 continue
-            texts = list(pd.read_parquet(tmp.root / f"neuro_sentences/run={rid}/"
-                                                    f"{name}.parquet")["text"]) \
-                if (tmp.root / f"neuro_sentences/run={rid}/{name}.parquet").exists() else []
+            rows = METHODS[method].array_rows if method in METHODS else None
+            path = tmp.root / f"{rows}/run={rid}/{name}.parquet"
+            texts = list(pd.read_parquet(path)["text"]) if rows and path.exists() else []
             out += _compare_states(np.load(old_path, mmap_mode="r"), np.load(new_path), prec,
                                    texts)
         elif folder == "measures":
             out += _compare_measures(method, pd.read_parquet(old_path),
                                      pd.read_parquet(new_path), prec, ctx)
         else:
+            kind = METHODS[method].audit_details.get(folder) if method in METHODS else None
             out += _compare_detail(folder, pd.read_parquet(old_path), pd.read_parquet(new_path),
-                                   prec)
+                                   prec, kind)
     return out
 
 
