@@ -188,3 +188,41 @@ def test_one_decision_per_pair():
                       "direct_near_tie": [0.0, 0.0, 0.0, 1.0, 0.0]})
     got = precision.decisions(t, "direct").tolist()
     assert got[:4] == ["right", "wrong", "tie", "near_tie"] and pd.isna(got[4])
+
+
+def test_one_decision_rule_for_the_per_token_mean_in_every_table():
+    """The XCOMPS tables (``direct_mean_decision``), BMLAMA's ``pair_decisions(..., "mean")`` and
+    the grammar chapter's ``mean`` convention decide every pair alike, ties and near ties
+    included (they once used two different tolerances for the same difference)."""
+    import pandas as pd
+
+    from xcomps_utils.analysis import bmlama_study, grammar_study, xcomps_paper
+    from xcomps_utils.lm.precision import decide, per_unit_tolerance
+
+    rng = np.random.default_rng(0)
+    n = 400
+    ng, nb = rng.integers(3, 12, n), rng.integers(3, 12, n)
+    tol = 5.4e-4 * (ng + nb)
+    mean_b = -rng.uniform(1, 5, n)
+    # a third decided, a third within the per-token bound (near ties), a third exact ties
+    gap = np.r_[rng.uniform(0.01, 1, n // 3), rng.uniform(-1, 1, n // 3) * 1e-5,
+                np.zeros(n - 2 * (n // 3))]
+    mean_g = mean_b + gap
+    m = pd.DataFrame({"direct_logprob_mean_good": mean_g, "direct_logprob_mean_bad": mean_b,
+                      "direct_logprob_good": mean_g * ng, "direct_logprob_bad": mean_b * nb,
+                      "direct_n_tokens_good": ng, "direct_n_tokens_bad": nb,
+                      "direct_near_tie_tolerance": tol, "good": "a", "bad": "b",
+                      "direct_correct": (mean_g * ng > mean_b * nb).astype(float),
+                      "direct_tie": 0.0, "direct_near_tie": 0.0})
+    want = decide(gap, per_unit_tolerance(tol, ng, nb))
+    assert {"right", "near_tie", "tie"} <= set(want)
+    assert list(bmlama_study.pair_decisions(m, "mean")) == list(want)
+    assert list(grammar_study.convention_decisions(m)["decision_mean"]) == list(want)
+    long = m.reset_index().rename(columns={"index": "pair_id"})
+    measures = long.melt(id_vars=["pair_id"], value_vars=[c for c in m if c.startswith("direct_")],
+                         var_name="measure", value_name="value")
+    measures = measures.assign(method="direct", order="", lang="en",
+                               measure=measures.measure.str.removeprefix("direct_"),
+                               pair_id=measures.pair_id.astype(str))
+    table = xcomps_paper.pair_table(measures, long[["pair_id"]].assign(lang="en"))
+    assert list(table["direct_mean_decision"]) == list(want)

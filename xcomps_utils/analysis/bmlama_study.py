@@ -53,6 +53,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from ..lm.precision import decide, per_unit_tolerance
 from .claims import ALPHA, SESOI, ClaimTest, bootstrap_means, correct, language_claim
 
 __all__ = ["REDUCTIONS", "TIER_ORDER", "TYPE_ORDER", "BMLAMA_SOURCE", "RANKC_SOURCE",
@@ -178,14 +179,13 @@ def pair_decisions(pairs: pd.DataFrame, reduction: str = "sum", prefix: str = "d
                    ) -> pd.Series:
     """Each pair's decision by one reduction: ``"right"``, ``"wrong"``, ``"tie"``, ``"near_tie"``.
 
-    The rule of :func:`xcomps_utils.lm.precision.decisions` (the one every chapter reads): a tie is
-    ``delta == 0``; a near tie ``0 < |delta| <`` the pair's tolerance; otherwise the sign decides.
-    For ``"sum"`` the tolerance is the run's ``<p>_near_tie_tolerance`` (nats per pair), so this
-    equals :func:`~xcomps_utils.lm.precision.decisions` of the run's columns (tested). For
-    ``"mean"`` the difference of two per-token means carries at most the per-token error of
-    each, so its tolerance is ``tolerance * 2 / (n_tokens_good + n_tokens_bad)`` (exact for
-    float32, whose tolerance is a per-token gap times the tokens; an approximation for bfloat16,
-    whose tolerance is per pair).
+    The one rule, :func:`xcomps_utils.lm.precision.decide`: a tie is ``delta == 0``; a near tie
+    ``0 < |delta| <`` the pair's tolerance; otherwise the sign decides. For ``"sum"`` the
+    tolerance is the run's ``<p>_near_tie_tolerance`` (nats per pair), so this equals
+    :func:`~xcomps_utils.lm.precision.decisions` of the run's columns (tested). For ``"mean"`` it
+    is that tolerance divided by the shorter sentence's tokens
+    (:func:`~xcomps_utils.lm.precision.per_unit_tolerance`, a bound for every dtype), as the
+    grammar chapter's per-token convention and the XCOMPS tables' ``direct_mean_decision``.
 
     Returns:
         ``[n]`` object Series of the four labels, NaN where a score is missing.
@@ -201,12 +201,8 @@ def pair_decisions(pairs: pd.DataFrame, reduction: str = "sum", prefix: str = "d
     tol = (pairs[tol_col].fillna(0).to_numpy(float) if tol_col in pairs
            else np.zeros(len(pairs)))
     if reduction == "mean":
-        tol = tol * 2 / (pairs[ng] + pairs[nb]).to_numpy(float)
-    out = np.where(delta > 0, "right", "wrong").astype(object)
-    out[(np.abs(delta) > 0) & (np.abs(delta) < tol)] = "near_tie"
-    out[delta == 0] = "tie"
-    out[~np.isfinite(delta)] = np.nan
-    return pd.Series(out, index=pairs.index, dtype=object)
+        tol = per_unit_tolerance(tol, pairs[ng], pairs[nb])
+    return pd.Series(decide(delta, tol), index=pairs.index, dtype=object)
 
 
 def fact_table(pairs: pd.DataFrame, prefix: str = "direct") -> pd.DataFrame:

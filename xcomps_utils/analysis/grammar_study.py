@@ -41,7 +41,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from ..lm.precision import decisions
+from ..lm.precision import decide, decisions, per_unit_tolerance
 from ..lm.token_scores import TokenScores
 from ..pairs import data, grammar, tasks
 from .claims import correct, evaluate_claim, language_claim, SESOI
@@ -404,14 +404,6 @@ def accuracy_by_phenomenon(scored: pd.DataFrame, n_boot: int = 2000, seed: int =
 CONVENTIONS = ("sum", "mean", "per byte")
 
 
-def _convention(d: np.ndarray, tol: np.ndarray) -> np.ndarray:
-    out = np.where(d > 0, "right", "wrong").astype(object)
-    out[(np.abs(d) < tol) & (d != 0)] = "near_tie"
-    out[d == 0] = "tie"
-    out[~np.isfinite(d)] = np.nan
-    return out
-
-
 def convention_decisions(scored: pd.DataFrame) -> pd.DataFrame:
     """Each pair's decision under the three :data:`CONVENTIONS`.
 
@@ -423,9 +415,10 @@ def convention_decisions(scored: pd.DataFrame) -> pd.DataFrame:
       UTF-8 byte length, good minus bad (nats per byte): a length normalisation that does not
       depend on the tokenizer.
 
-    A near tie of ``mean`` or ``per byte`` is a difference below the run's error bound of the
-    sum (``direct_near_tie_tolerance``, nats) divided by the smaller of the two lengths (tokens,
-    bytes): ``|e_a / x - e_b / y| <= (|e_a| + |e_b|) / min(x, y)``.
+    Every convention decides by :func:`xcomps_utils.lm.precision.decide`; a near tie of ``mean``
+    or ``per byte`` is a difference below the run's error bound of the sum
+    (``direct_near_tie_tolerance``, nats) divided by the smaller of the two lengths (tokens,
+    bytes; :func:`~xcomps_utils.lm.precision.per_unit_tolerance`).
 
     Args:
         scored: :func:`pair_table` rows with ``good``, ``bad`` and the Direct columns
@@ -460,8 +453,8 @@ def convention_decisions(scored: pd.DataFrame) -> pd.DataFrame:
     d_byte = lg / bg - lb / bb
     return pd.DataFrame({
         "decision_sum": decisions(scored, "direct"), "delta_sum": lg - lb,
-        "decision_mean": _convention(d_mean, tol / np.minimum(ng, nb)), "delta_mean": d_mean,
-        "decision_byte": _convention(d_byte, tol / np.minimum(bg, bb)), "delta_byte": d_byte},
+        "decision_mean": decide(d_mean, per_unit_tolerance(tol, ng, nb)), "delta_mean": d_mean,
+        "decision_byte": decide(d_byte, per_unit_tolerance(tol, bg, bb)), "delta_byte": d_byte},
         index=scored.index)
 
 

@@ -143,6 +143,46 @@ def near_ties(delta, dtype, n_tokens, model: str | None = None) -> np.ndarray:
 DECISIONS = ("right", "wrong", "tie", "near_tie")
 
 
+def decide(delta, tolerance) -> np.ndarray:
+    """The one decision rule, for any score difference: ``"tie"`` where ``delta == 0``,
+    ``"near_tie"`` where ``0 < |delta| < tolerance``, else ``"right"`` (``delta > 0``) or
+    ``"wrong"``; NaN where ``delta`` is not finite. :func:`decisions` (a run's sums), the
+    per-token-mean and per-byte conventions of the grammar chapter and BMLAMA's reductions all
+    decide through it, so no two tables decide one pair differently.
+
+    Args:
+        delta: ``[n]`` good minus bad (nats, nats per token or nats per byte).
+        tolerance: ``[n]`` (or a scalar) error bound of ``delta`` in the same unit
+            (:func:`pair_tolerance`, :func:`per_unit_tolerance`).
+
+    Returns:
+        ``[n]`` object array of :data:`DECISIONS` labels and NaN.
+    """
+    d = np.asarray(delta, dtype=np.float64)
+    out = np.where(d > 0, "right", "wrong").astype(object)
+    out[(np.abs(d) < tolerance) & (d != 0)] = "near_tie"
+    out[d == 0] = "tie"
+    out[~np.isfinite(d)] = np.nan
+    return out
+
+
+def per_unit_tolerance(tolerance, units_good, units_bad) -> np.ndarray:
+    """The error bound of a difference of two length-normalised scores (per token, per byte)
+    from the bound of the sums: ``|e_g / x - e_b / y| <= (|e_g| + |e_b|) / min(x, y)``, so the
+    pair's tolerance (:func:`pair_tolerance`, nats) divided by the smaller length. It holds for
+    every dtype (a float32 tolerance is per token, a bfloat16 one per pair).
+
+    Args:
+        tolerance: ``[n]`` nats per pair; units_good, units_bad: ``[n]`` lengths (> 0).
+
+    Returns:
+        ``[n]`` float64, in nats per unit.
+    """
+    return (np.asarray(tolerance, dtype=np.float64)
+            / np.minimum(np.asarray(units_good, dtype=np.float64),
+                         np.asarray(units_bad, dtype=np.float64)))
+
+
 def decisions(table, method: str = "direct"):
     """One decision per pair: ``"right"``, ``"wrong"``, ``"tie"`` or ``"near_tie"``, from the
     ``<method>_correct``, ``<method>_tie`` and ``<method>_near_tie`` columns a run wrote.
