@@ -226,8 +226,9 @@ def test_repair_of_a_neuro_run_recomputes_a_state_shard_and_the_probes(lm, tmp_p
 
 
 def test_neuro_probes_do_not_depend_on_the_number_of_workers(lm, tmp_path, monkeypatch):
-    """methods.probes runs the groups' probes in worker processes: one worker and two give the
+    """neuro.probes runs the groups' probes in worker processes: one worker and two give the
     same frame, equal to what the run stored (every fit is single-threaded and seeded)."""
+    from xcomps_utils.methods.neuro import probes
     from xcomps_utils.pairs import xcomps
     from xcomps_utils.runs import planner
 
@@ -239,7 +240,7 @@ def test_neuro_probes_do_not_depend_on_the_number_of_workers(lm, tmp_path, monke
     out = {}
     for jobs in (1, 2):
         monkeypatch.setenv("XCOMPS_PROBE_JOBS", str(jobs))
-        out[jobs] = methods.probes(S.Store(tmp_path), rid, run.pairs(), p)
+        out[jobs] = probes(S.Store(tmp_path), rid, run.pairs(), p)
     pd.testing.assert_frame_equal(out[1], out[2])
     stored = S.Store(tmp_path).measures([rid])
     assert len(out[2]) == len(stored) and len(out[2]) > 0
