@@ -112,6 +112,50 @@ def test_a_bad_input_names_its_field(name, data_dir):
         assert err.value.field == field
 
 
+def check_shard(m: base.Method, lm, shard: pd.DataFrame, p: dict):
+    """One shard of ``m``: long measures of every pair of the shard and no other, finite, with
+    0/1 decisions; details as declared for the audit. Returns ``(measures, details)``."""
+    measures, details = m.compute_shard(lm, shard, p)
+    assert isinstance(details, dict)
+    assert set(m.audit_details) <= set(details)  # the audit's rules name tables it writes
+    arrays = [d for d, v in details.items() if isinstance(v, np.ndarray)]
+    if arrays:  # their rows are named by a table of texts, one per row
+        assert len(details[m.array_rows]["text"]) == len(details[arrays[0]])
+    if measures is not None:
+        assert list(measures.columns) == base.MEASURE_COLUMNS
+        assert set(measures["method"]) == {m.name}
+        assert set(measures["pair_id"]) == set(shard["pair_id"])  # every pair, no other
+        assert np.isfinite(measures["value"]).all()
+        decided = measures[measures.measure == "correct"]["value"]
+        assert len(decided) and set(decided) <= {0.0, 1.0}
+    else:
+        assert details and m.finish_shard  # what it computes is kept for its finishing step
+    return measures, details
+
+
+def test_the_shard_check_finds_a_planted_fault(lm, data_dir):
+    """A method whose shard loses a pair, or labels its rows as another method's, fails the
+    check."""
+    direct = METHODS["direct"]
+    shard = planner.prepare_pairs(PAIRS["direct"]())[planner.ID + list(direct.uses)]
+    p = _params("direct")
+    check_shard(direct, lm, shard, p)
+
+    class LosesAPair(type(direct)):
+        def compute_shard(self, lm, pairs, params):
+            measures, details = super().compute_shard(lm, pairs, params)
+            return measures[measures.pair_id != pairs.pair_id.iat[-1]], details
+
+    class Mislabels(type(direct)):
+        def compute_shard(self, lm, pairs, params):
+            measures, details = super().compute_shard(lm, pairs, params)
+            return measures.assign(method="other"), details
+
+    for broken in (LosesAPair(), Mislabels()):
+        with pytest.raises(AssertionError):
+            check_shard(broken, lm, shard, p)
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_one_shard_resume_and_round_trip(name, lm, data_dir, tmp_path):
     m = METHODS[name]
@@ -124,21 +168,7 @@ def test_one_shard_resume_and_round_trip(name, lm, data_dir, tmp_path):
 
     # one shard, computed by the method object
     shard = spec.used.iloc[:size].reset_index(drop=True)
-    measures, details = m.compute_shard(lm, shard, p)
-    assert isinstance(details, dict)
-    assert set(m.audit_details) <= set(details)  # the audit's rules name tables it writes
-    arrays = [d for d, v in details.items() if isinstance(v, np.ndarray)]
-    if arrays:  # their rows are named by a table of texts, one per row
-        assert len(details[m.array_rows]["text"]) == len(details[arrays[0]])
-    if measures is not None:
-        assert list(measures.columns) == base.MEASURE_COLUMNS
-        assert set(measures["method"]) == {name}
-        assert set(measures["pair_id"]) == set(shard["pair_id"])  # every pair, no other
-        assert np.isfinite(measures["value"]).all()
-        decided = measures[measures.measure == "correct"]["value"]
-        assert len(decided) and set(decided) <= {0.0, 1.0}
-    else:
-        assert details and m.finish_shard  # what it computes is kept for its finishing step
+    measures, details = check_shard(m, lm, shard, p)
 
     # resume: the first shard written through the run's steps, then run() computes the rest
     run = execute.open_run(spec, lm, spec.used)
