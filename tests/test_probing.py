@@ -192,7 +192,7 @@ def test_joint_test_is_calibrated_and_reaches_a_decision_per_language():
 
 
 def _groups(langs):
-    """Probe groups as :func:`xcomps_utils.runs.execute.probes` writes them (one per language, over
+    """Probe groups as :func:`xcomps_utils.methods.neuro.probes` writes them (one per language, over
     all types, pooled by the joint test), from synthetic languages ``{lang: signal}``."""
     rows = []
     for j, (lang, signal) in enumerate(langs.items()):

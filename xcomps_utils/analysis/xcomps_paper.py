@@ -452,7 +452,7 @@ def _probe_nulls(probe_groups: pd.DataFrame, langs: list[str] | None = None) -> 
 
 def probe_caveat(probe_groups: pd.DataFrame) -> str:
     """What the probes' joint permutation null says, as a sentence for a claim built on the
-    probe ("" when the groups carry no joint null, :func:`xcomps_utils.runs.execute.probes`)."""
+    probe ("" when the groups carry no joint null, :func:`xcomps_utils.methods.neuro.probes`)."""
     g = _probe_nulls(probe_groups)
     if not len(g):
         return ""
@@ -476,7 +476,7 @@ def probe_verdict(probe_groups: pd.DataFrame, langs: list[str]) -> str:
     label-permutation null.
 
     The test (:func:`xcomps_utils.methods.probing.joint_permutation_test`, computed by
-    :func:`xcomps_utils.runs.execute.probes`): in each of ``B`` draws the labels are permuted within
+    :func:`xcomps_utils.methods.neuro.probes`): in each of ``B`` draws the labels are permuted within
     items, independently in every language, and the whole nested procedure reruns; the
     statistic is the largest standardised excess of a language's nested balanced accuracy over
     its draws (max-T). The hypothesis *in at least one language the probe finds acceptability
