@@ -161,9 +161,16 @@ def test_xcomps_chapters():
     assert not _errors(res) and "not comparable" in json.dumps(res)  # the sample notice
     p = _parameters(res)
     n_lang = len(p["languages"])
+    n = n_lang * p["items_per_language"] * 4  # x 4 negative types
     runs = _runs_created_by(res).set_index("method")
-    assert set(runs.index) == {"meta", "direct", "neuro"}
-    assert set(runs.pairs) == {n_lang * p["items_per_language"] * 4}  # x 4 negative types
+    # The token-level page needs the same Direct run: with two chapters executed at once, either
+    # page may be the one that computes it, and the other reads it from the store.
+    shared = _runs_created_by(_executed("xcomps_token_level")[0])
+    direct = pd.concat([runs.reset_index(), shared])
+    direct = direct[(direct.method == "direct") & (direct.pairs == n)]
+    assert len(direct) == 1
+    assert {"meta", "neuro"} <= set(runs.index) <= {"meta", "direct", "neuro"}
+    assert set(runs.pairs) == {n}
     probes = Store(STORE).measures([runs.loc["neuro", "run"]])
     assert probes.layer.max() == 30
     assert probes[["lang", "subset"]].drop_duplicates().shape[0] == n_lang * 4 + n_lang
