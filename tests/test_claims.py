@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils.analysis import claims, perplexity_paper, xcomps_paper
+from xcomps_utils.analysis import claims, perplexity_paper, scored, xcomps_paper
 from xcomps_utils.pairs import xcomps
 
 TYPES = ["taxonomic", "overlap", "co-occurrence", "random"]
@@ -247,7 +247,7 @@ def test_ties_and_near_ties_are_not_decisions():
     assert np.isnan(t.effect) and t.verdict == "cannot be decided" and t.reason
     # the run's decision column wins over the flags
     df["direct_decision"] = np.where(rnd, "near_tie", "right")
-    assert len(claims.decided_rows(df, "direct_correct")) == int((~rnd).sum())
+    assert len(scored.decided_rows(df, "direct_correct")) == int((~rnd).sum())
 
 
 # --- items as the unit ---------------------------------------------------------------------------

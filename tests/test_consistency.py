@@ -209,9 +209,9 @@ def test_within_type_kappa_is_the_mean_of_the_kappas_of_each_type():
 
 def test_agreement_and_the_xcomps_tables_keep_the_same_pairs():
     """One near-tie rule: a near tie and an exact tie are dropped by the kappa matrix exactly
-    as by the XCOMPS accuracy tables (claims.decided_rows, xcomps_paper.method_tables), whether
+    as by the XCOMPS accuracy tables (scored.decided_rows, xcomps_paper.method_tables), whether
     the pairs carry the run's decisions (precision.decisions) or only tie / near-tie flags."""
-    from xcomps_utils.analysis import xcomps_paper
+    from xcomps_utils.analysis import scored, xcomps_paper
     from xcomps_utils.lm import precision
 
     rng = np.random.default_rng(6)
@@ -224,7 +224,7 @@ def test_agreement_and_the_xcomps_tables_keep_the_same_pairs():
         m = C.correctness_matrix(frame).stack(future_stack=True)
         kept = set(m[m.notna()].index)
         rows = frame.set_index(["property", "negative_sample_type", "lang"]).index
-        xc = xcomps_paper.decided_rows(frame, "direct_correct")
+        xc = scored.decided_rows(frame, "direct_correct")
         assert kept == set(rows[frame.index.isin(xc.index)]) and len(kept) == len(d) - 2
         acc = xcomps_paper.method_tables(frame, pd.DataFrame(), ["de", "en"])["Direct"]
         mine = m.groupby(level=["lang", "negative_sample_type"]).mean().unstack()

@@ -55,6 +55,7 @@ import pandas as pd
 
 from ..lm.precision import decide, per_unit_tolerance
 from .claims import ALPHA, SESOI, ClaimTest, bootstrap_means, correct, language_claim
+from .scored import scored_pairs as _scored_pairs
 
 __all__ = ["REDUCTIONS", "TIER_ORDER", "TYPE_ORDER", "BMLAMA_SOURCE", "RANKC_SOURCE",
            "scored_pairs", "spread_and_noise", "facts_for_power", "pair_decisions", "fact_table", "language_table", "resource_trend",
@@ -93,7 +94,7 @@ def scored_pairs(measures: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
     """A Direct run's BMLAMA pairs in this module's columns: ``pairs`` (from
     :func:`xcomps_utils.pairs.bmlama.load_bmlama`, :func:`~xcomps_utils.pairs.bmlama.control_pairs` or
     :func:`xcomps_utils.pairs.tasks.sample` of their tasks) joined with the run's measures by
-    :func:`xcomps_utils.analysis.xcomps_paper.pair_table` (the one scored-pairs table every chapter reads),
+    :func:`xcomps_utils.analysis.scored.scored_pairs` (the one scored-pairs table every chapter reads),
     with ``candidate`` the distractor's index, ``gold_candidate`` the gold's and
     ``candidate_text`` the distractor itself.
 
@@ -113,13 +114,9 @@ def scored_pairs(measures: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
     Raises:
         ValueError: pairs without the BMLAMA columns, or measures without Direct's.
     """
-    from .xcomps_paper import pair_table
-
     _need(pairs, ["lang", "fact", "candidate", "candidate_index", "gold_index"], "BMLAMA pairs")
-    out = pair_table(measures, pairs.drop(columns=["morphology", "resource_level"],
-                                          errors="ignore"))
+    out = _scored_pairs(measures, pairs, methods=("direct",))
     _need(out, ["direct_logprob_good", "direct_logprob_bad"], "the run's measures (Direct)")
-    out = out.drop(columns=["morphology", "resource_level"], errors="ignore")
     return out.rename(columns={"candidate": "candidate_text"}).rename(
         columns={"candidate_index": "candidate", "gold_index": "gold_candidate"})
 

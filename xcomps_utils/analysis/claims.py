@@ -68,7 +68,7 @@ import pandas as pd
 __all__ = ["ClaimTest", "cluster_bootstrap", "bootstrap_means", "verdict", "evaluate_claim",
            "claims_table", "claims_markdown", "decided", "items_needed", "DEFAULT_N_BOOT",
            "ALPHA", "VERDICTS", "correct", "permutation_test", "language_claim", "finish",
-           "percentile_interval", "bootstrap_p", "decided_rows", "permutation_p", "SESOI",
+           "percentile_interval", "bootstrap_p", "permutation_p", "SESOI",
            "equivalence_p", "MIN_BOOTSTRAP_UNITS", "testable", "verdict_label", "Family",
            "FAMILIES", "declared_family", "family_table", "read_verdicts", "verdict_counts",
            "findings_markdown", "VERDICT_COLUMNS", "MODEL_PARAMETERS"]
@@ -1167,16 +1167,3 @@ def deciding_sizes(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["page", "claim", "model", "verdict", "n", "unit",
                                       "to decide"])
 
-# --- accuracy helpers -------------------------------------------------------------------------
-
-def decided_rows(df: pd.DataFrame, correct: str) -> pd.DataFrame:
-    """Rows that are a decision: not a tie, not a near tie, correct not missing (the
-    ``<method>_decision`` column of :func:`xcomps_utils.lm.precision.decisions` when present)."""
-    keep = df[correct].notna()
-    dec = correct.replace("correct", "decision")
-    if dec != correct and dec in df:
-        return df[keep & df[dec].isin(["right", "wrong"])]
-    for col in (correct.replace("correct", "tie"), correct.replace("correct", "near_tie")):
-        if col != correct and col in df:
-            keep &= ~df[col].fillna(0).astype(bool)
-    return df[keep]

@@ -17,7 +17,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from .claims import SESOI, ClaimTest, bootstrap_means, correct, decided_rows, evaluate_claim
+from .claims import SESOI, ClaimTest, bootstrap_means, correct, evaluate_claim
+from .scored import decided_rows
 
 __all__ = ["prior_share", "prior_favours_acceptable", "direct_gains_from_prior",
            "shuffled_prior_accuracy", "concept_carries_most", "property_above_chance"]
@@ -25,7 +26,7 @@ __all__ = ["prior_share", "prior_favours_acceptable", "direct_gains_from_prior",
 
 def _decided(d: pd.DataFrame, cols=("direct_correct", "cond_correct")) -> pd.DataFrame:
     """Pairs that are a decision of each judge named in ``cols``, by the book's one rule
-    (:func:`xcomps_utils.analysis.claims.decided_rows`: the run's ``direct_decision`` when present,
+    (:func:`xcomps_utils.analysis.scored.decided_rows`: the run's ``direct_decision`` when present,
     else ties and near ties out), so this chapter's Direct accuracy is the XCOMPS chapter's."""
     for c in cols:
         d = decided_rows(d, c)
@@ -161,7 +162,7 @@ def direct_gains_from_prior(decomposed: pd.DataFrame, scope: str = "all language
                             item: str = "property", **kw):
     """*Direct gains from the concept prior*: Direct's accuracy minus conditional Direct's
     (``cond_delta``: the continuation after the concept, the prior removed), over the pairs both
-    decide (:func:`xcomps_utils.analysis.claims.decided_rows`), items resampled (paired: the same pairs).
+    decide (:func:`xcomps_utils.analysis.scored.decided_rows`), items resampled (paired: the same pairs).
 
     Null: the two are equally accurate. It is decided either way by what the prior does to
     Direct: a prior that favours the acceptable concept on average but is noisy can make Direct

@@ -5,7 +5,7 @@ ask not only *how often* a model is right in each language but *whether it is ri
 same items*. The unit judged is one pair of an item (item x negative type, matched across
 languages by ``unit`` columns; ``property`` is the item's language-independent key); each
 language is a *rater* that calls every unit right (1) or wrong (0). Ties and near ties are no
-judgement (NaN), by the rule every XCOMPS table reads (:func:`xcomps_utils.analysis.claims.decided_rows`),
+judgement (NaN), by the rule every XCOMPS table reads (:func:`xcomps_utils.analysis.scored.decided_rows`),
 and are left out of every comparison that involves them.
 
 **Measure: Cohen's kappa, pairwise** (Cohen, 1960; ``sklearn.metrics.cohen_kappa_score``),
@@ -38,8 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .claims import (ClaimTest, decided_rows, finish, language_claim, percentile_interval,
+from .claims import (ClaimTest, finish, language_claim, percentile_interval,
                      permutation_p)
+from .scored import decided_rows
 from ..pairs.xcomps import languages
 from . import claims
 
@@ -52,7 +53,7 @@ DEFAULT_UNIT = ("property", "negative_sample_type")
 
 def _long(scored: pd.DataFrame, correct: str, unit) -> pd.DataFrame:
     """One row per (lang, unit): ``value`` is ``correct`` (0/1) on the pairs that are a decision
-    by the book's one rule, :func:`xcomps_utils.analysis.claims.decided_rows` (the ``<method>_decision``
+    by the book's one rule, :func:`xcomps_utils.analysis.scored.decided_rows` (the ``<method>_decision``
     column of :func:`xcomps_utils.lm.precision.decisions` when present, else ``<method>_tie`` and
     ``<method>_near_tie``: ties and near ties are NaN), the rule every XCOMPS table reads."""
     unit = [unit] if isinstance(unit, str) else list(unit)
@@ -75,7 +76,7 @@ def _long(scored: pd.DataFrame, correct: str, unit) -> pd.DataFrame:
 def correctness_matrix(scored: pd.DataFrame, correct: str = "direct_correct",
                        unit=DEFAULT_UNIT) -> pd.DataFrame:
     """Units x languages table of correctness (1.0 right, 0.0 wrong, NaN where the pair is no
-    decision, :func:`xcomps_utils.analysis.claims.decided_rows`: a tie, a near tie, or missing).
+    decision, :func:`xcomps_utils.analysis.scored.decided_rows`: a tie, a near tie, or missing).
 
     Args:
         scored: one row per pair with ``lang``, the ``unit`` columns and ``correct`` (0/1), e.g.

@@ -47,6 +47,7 @@ from ..pairs import data, grammar, tasks
 from .claims import correct, evaluate_claim, language_claim, SESOI
 from .decompose import split_pair
 from .perplexity_paper import prompt_pair_measures
+from .scored import scored_pairs
 from .stats import accuracy_table
 
 __all__ = ["decompose", "pivot_summary", "pivot_table", "pivot_claims", "accuracy_cells",
@@ -374,16 +375,10 @@ FAMILY_NAMES = {"clams": "CLAMS", "turblimp": "TurBLiMP", "sling": "SLING", "bli
 
 def pair_table(measures: pd.DataFrame, pairs: pd.DataFrame, method: str = "direct"
                ) -> pd.DataFrame:
-    """The pairs with one ``<method>_<measure>`` column per measure of a run (long store rows
-    keyed by ``task`` and ``pair_id``)."""
-    m = measures[measures["method"] == method]
-    wide = m.pivot_table(index=["task", "pair_id"], columns="measure", values="value",
-                         aggfunc="first")
-    wide.columns = [f"{method}_{c}" for c in wide.columns]
-    out = pairs.assign(pair_id=pairs["pair_id"].astype(str)).merge(
-        wide.reset_index(), on=["task", "pair_id"], how="inner")
-    return out.assign(family=out["dataset"].map(
-        FAMILY_NAMES))
+    """The scored pairs (:func:`xcomps_utils.analysis.scored.scored_pairs` of one method, the
+    pairs it scored) with each dataset's ``family`` name."""
+    out = scored_pairs(measures, pairs, methods=(method,), how="inner")
+    return out.assign(family=out["dataset"].map(FAMILY_NAMES))
 
 
 def accuracy_by_phenomenon(scored: pd.DataFrame, n_boot: int = 2000, seed: int = 0

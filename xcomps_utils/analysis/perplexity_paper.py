@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from . import claims
-from .claims import ClaimTest, decided_rows, evaluate_claim, SESOI
+from .claims import ClaimTest, evaluate_claim, SESOI
+from .scored import decided_rows
 
 __all__ = ["item_summary", "prompt_pair_measures", "PRIMARY", "claim_tests", "order_table",
            "above_chance", "pivotal_rarely_whole", "pivotal_carries_most", "pivotal_influence",

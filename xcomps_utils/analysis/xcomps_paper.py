@@ -19,9 +19,9 @@ import numpy as np
 import pandas as pd
 
 from . import claims
-from .claims import (DEFAULT_N_BOOT, SESOI, ClaimTest, bootstrap_means, decided_rows,
-                     evaluate_claim, finish, language_claim, percentile_interval, permutation_p)
-from ..lm.precision import decide, decisions, per_unit_tolerance
+from .claims import (DEFAULT_N_BOOT, SESOI, ClaimTest, bootstrap_means, evaluate_claim, finish,
+                     language_claim, percentile_interval, permutation_p)
+from .scored import decided_rows, scored_pairs
 from ..pairs.xcomps import languages, NEGATIVE_TYPES
 
 __all__ = ["pair_table", "method_tables", "claim_tests", "neuro_cells", "probe_caveat",
@@ -322,34 +322,16 @@ def direct_tracks_neuro(cells: pd.DataFrame, direct: str = "direct", neuro: str 
 # --- tables of the XCOMPS chapter -------------------------------------------------------------
 
 def pair_table(measures: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
-    """``pairs`` with one column per Direct and Meta measure of a pair (``direct_correct``,
-    ``meta_delta``, ``meta_answer_mass``, ...; booleans as 0/1), ``<method>_decision``
-    (:func:`~xcomps_utils.lm.precision.decisions`), ``direct_mean_correct`` and
-    ``direct_mean_decision`` (the per-token-mean variant of Direct, decided by the same rule with
-    :func:`~xcomps_utils.lm.precision.per_unit_tolerance`) and ``morphology`` (from
-    :func:`xcomps_utils.pairs.xcomps.languages`).
+    """The XCOMPS pairs scored: :func:`xcomps_utils.analysis.scored.scored_pairs` of the Direct and
+    Meta measures (``direct_correct``, ``meta_delta``, ``<method>_decision``,
+    ``direct_mean_decision``, ...), with each language's ``morphology`` and ``resource_level``
+    (from :func:`xcomps_utils.pairs.xcomps.languages`).
 
     Args:
         measures: long results of :func:`xcomps_utils.runs.execute.run` on these pairs.
+        pairs: the XCOMPS pairs (``lang``, ``pair_id``, ...).
     """
-    m = measures[measures["method"].isin(["direct", "meta"]) & (measures["order"] == "")]
-    out = pairs.copy()
-    out["pair_id"] = out["pair_id"].astype(str)
-    if len(m):
-        w = m.assign(column=m["method"] + "_" + m["measure"]).pivot_table(
-            index=["lang", "pair_id"], columns="column", values="value", aggfunc="first")
-        out = out.merge(w.reset_index(), on=["lang", "pair_id"], how="left")
-    if "direct_logprob_mean_good" in out:
-        d_mean = (out["direct_logprob_mean_good"] - out["direct_logprob_mean_bad"]).to_numpy(float)
-        out["direct_mean_correct"] = np.where(np.isfinite(d_mean), d_mean > 0, np.nan)
-        if {"direct_n_tokens_good", "direct_n_tokens_bad"} <= set(out):
-            # the per-token mean decided by the one rule, ties and near ties left out as Direct's
-            tol = out.get("direct_near_tie_tolerance", pd.Series(0.0, index=out.index))
-            out["direct_mean_decision"] = decide(d_mean, per_unit_tolerance(
-                tol.fillna(0), out["direct_n_tokens_good"], out["direct_n_tokens_bad"]))
-    for m in ("direct", "meta"):
-        if f"{m}_correct" in out:
-            out[f"{m}_decision"] = decisions(out, m)
+    out = scored_pairs(measures, pairs, methods=("direct", "meta"))
     table = languages().set_index("iso")
     out["morphology"] = out["lang"].map(table["morphological_type"])
     out["resource_level"] = out["lang"].map(table["resource_level"])

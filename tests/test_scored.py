@@ -1,0 +1,88 @@
+"""The one scored-pairs table (xcomps_utils.analysis.scored): every chapter's pair table is it."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from xcomps_utils.analysis import bmlama_study, grammar_study, scored, xcomps_paper
+
+
+def _long(n=60, seed=0):
+    """A Direct and a Meta run's long measures over ``n`` pairs in two tasks and languages, with
+    rows that are not per pair (a Neuro layer, a perplexity order) beside them."""
+    rng = np.random.default_rng(seed)
+    pairs = pd.DataFrame({"dataset": "x", "task": np.where(np.arange(n) % 2, "t1", "t2"),
+                          "lang": np.array(["en", "de", "fr"])[np.arange(n) % 3],
+                          "pair_id": np.arange(n) // 6, "good": "a", "bad": "b",
+                          "fact": np.arange(n), "candidate": "c", "candidate_index": 1,
+                          "gold_index": 0})
+    # pair ids repeat across (task, lang): only the three keys name a pair
+    assert not pairs.duplicated(["task", "lang", "pair_id"]).any()
+    assert pairs.duplicated(["lang", "pair_id"]).any()
+    lp_g, lp_b = -rng.uniform(5, 30, n), -rng.uniform(5, 30, n)
+    lp_b[:5] = lp_g[:5]                      # exact ties
+    lp_b[5:10] = lp_g[5:10] + 1e-5           # near ties (below the tolerance)
+    d = lp_g - lp_b
+    per_pair = {"logprob_good": lp_g, "logprob_bad": lp_b, "correct": (d > 0) * 1.0,
+                "tie": (d == 0) * 1.0, "near_tie": ((d != 0) & (abs(d) < 1e-3)) * 1.0,
+                "near_tie_tolerance": np.full(n, 1e-3), "n_tokens_good": rng.integers(2, 9, n),
+                "n_tokens_bad": rng.integers(2, 9, n)}
+    per_pair["logprob_mean_good"] = lp_g / per_pair["n_tokens_good"]
+    per_pair["logprob_mean_bad"] = lp_b / per_pair["n_tokens_bad"]
+    ids = pairs[["dataset", "task", "lang", "pair_id"]].assign(pair_id=pairs.pair_id.astype(str))
+    rows = [ids.assign(method="direct", measure=k, value=np.asarray(v, float), order="", layer=-1)
+            for k, v in per_pair.items()]
+    rows.append(ids.assign(method="meta", measure="correct", value=rng.integers(0, 2, n) * 1.0,
+                           order="", layer=-1))
+    rows.append(ids.assign(method="direct", measure="correct", value=9.0, order="ab", layer=-1))
+    rows.append(ids.assign(method="direct", measure="correct", value=9.0, order="", layer=3))
+    return pairs, pd.concat(rows, ignore_index=True), d
+
+
+def test_every_chapter_table_is_the_one_table():
+    pairs, measures, d = _long()
+    one = scored.scored_pairs(measures, pairs)
+    assert len(one) == len(pairs) and set(one.direct_correct) == {0.0, 1.0}  # no order/layer row
+    want = np.where(d == 0, "tie", np.where(abs(d) < 1e-3, "near_tie",
+                                            np.where(d > 0, "right", "wrong")))
+    assert list(one.direct_decision) == list(want)
+    assert one.meta_decision.isin(["right", "wrong"]).all()
+    cols = ["task", "lang", "pair_id", "direct_logprob_good", "direct_decision",
+            "direct_mean_decision"]
+    for table in (xcomps_paper.pair_table(measures, pairs),
+                  grammar_study.pair_table(measures, pairs),
+                  bmlama_study.scored_pairs(measures, pairs)):
+        pd.testing.assert_frame_equal(table[cols].reset_index(drop=True), one[cols])
+
+
+def test_a_pair_scored_twice_is_an_error_not_a_silent_first():
+    pairs, measures, _ = _long()
+    twice = pd.concat([measures, measures[measures.method == "direct"]])
+    with pytest.raises(ValueError, match="repeat a pair and measure"):
+        scored.scored_pairs(twice, pairs)
+
+
+def test_inner_keeps_the_scored_pairs_left_keeps_all():
+    pairs, measures, _ = _long()
+    half = measures[measures.pair_id.astype(int) < 5]
+    assert len(scored.scored_pairs(half, pairs, methods=("direct",), how="inner")) < len(pairs)
+    left = scored.scored_pairs(half, pairs, methods=("direct",))
+    assert len(left) == len(pairs) and left.direct_decision.isna().any()
+
+
+def test_decided_rows_reads_one_rule_for_every_judge():
+    pairs, measures, d = _long()
+    one = scored.scored_pairs(measures, pairs)
+    kept = scored.decided_rows(one, "direct_correct")
+    assert len(kept) == len(one) - 10          # 5 ties and 5 near ties left out
+    # the same rule without the decision column (flags only), and for the unnamed judge
+    flags = one.drop(columns=["direct_decision"])
+    assert scored.decided_rows(flags, "direct_correct").index.equals(kept.index)
+    bare = flags.rename(columns={"direct_correct": "correct", "direct_tie": "tie",
+                                 "direct_near_tie": "near_tie"})
+    assert scored.decided_rows(bare, "correct").index.equals(kept.index)
+    # a column not named as a judge's: its NaN is the no-decision
+    top1 = one.assign(top1_sum=np.where(np.arange(len(one)) < 7, np.nan, 1.0))
+    assert len(scored.decided_rows(top1, "top1_sum")) == len(one) - 7
+    with pytest.raises(ValueError, match="no column 'cond_correct'"):
+        scored.decided_rows(one, "cond_correct")
