@@ -66,6 +66,19 @@ def _runs_created_by(nb, store=STORE) -> pd.DataFrame:
     return runs[[b == chapter for b in by]]
 
 
+def _xcomps_direct_runs() -> pd.DataFrame:
+    """The Direct runs the two XCOMPS pages (results, token level) computed, with the page that
+    computed each (``chapter``) and ``control``: its pairs are the token-level page's control
+    (continuations shuffled, ``|cont:`` ids)."""
+    pages = _executed("xcomps_results", "xcomps_token_level")
+    runs = pd.concat([_runs_created_by(nb).assign(chapter=c)
+                      for nb, c in zip(pages, ("xcomps_results", "xcomps_token_level"))])
+    runs = runs[runs.method == "direct"].reset_index(drop=True)
+    runs["control"] = [pd.read_parquet(Path(STORE) / "runs" / r / "pairs.parquet").pair_id
+                       .str.contains("|cont:", regex=False).all() for r in runs.run]
+    return runs
+
+
 def test_parameters_cell_survives_jupytext():
     import jupytext
 
@@ -123,11 +136,16 @@ def test_xcomps_token_level_chapter():
     assert "bokeh.min.js" in text and "image/png" in text
     assert any(v in text for v in ("**Supported**", "**Inconclusive**", "**Contradicted**",
                                    "**Cannot be decided"))
-    runs = _runs_created_by(nb)
-    assert set(runs.method) == {"direct"}
+    assert set(_runs_created_by(nb).method) == {"direct"}
     models = [_parameters(nb)["model"]] + ([_parameters(nb)["compare_model"]]
                                            if _parameters(nb).get("compare_model") else [])
-    assert len(runs) == 2 * len(models)
+    # per model, the pairs' Direct run and its control (continuations shuffled); the pairs' run
+    # is shared with the XCOMPS results page, and whichever of the two pages make executes
+    # first computes it
+    runs = _xcomps_direct_runs()
+    mine = runs[runs.model.isin(models)]
+    assert sorted(mine.control) == [False] * len(models) + [True] * len(models)
+    assert (mine[mine.control].chapter == "xcomps_token_level").all()
 
 
 def test_reproducibility_chapter(data_dir):
@@ -165,13 +183,9 @@ def test_xcomps_chapters():
     runs = _runs_created_by(res).set_index("method")
     # The token-level page needs the same Direct run: with two chapters executed at once, either
     # page may be the one that computes it, and the other reads it from the store.
-    # (the token-level page's control run, continuations shuffled, has as many pairs: left out)
-    shared = _runs_created_by(_executed("xcomps_token_level")[0])
-    direct = pd.concat([runs.reset_index(), shared])
-    direct = direct[(direct.method == "direct") & (direct.pairs == n)]
-    control = [pd.read_parquet(Path(STORE) / "runs" / r / "pairs.parquet").pair_id
-               .str.contains("|cont:", regex=False).all() for r in direct.run]
-    assert len(direct) == 2 and sorted(control) == [False, True]
+    direct = _xcomps_direct_runs()
+    direct = direct[(direct.model == p["model"]) & ~direct.control]
+    assert len(direct) == 1 and direct.pairs.item() == n
     assert {"meta", "neuro"} <= set(runs.index) <= {"meta", "direct", "neuro"}
     assert set(runs.pairs) == {n}
     probes = Store(STORE).measures([runs.loc["neuro", "run"]])

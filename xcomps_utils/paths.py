@@ -64,6 +64,13 @@ def chapter() -> str | None:
     return os.environ.get("XCOMPS_CHAPTER") or None
 
 
+def verdicts_dir() -> Path | None:
+    """``$XCOMPS_VERDICTS``: where the pages write the verdicts they print (one CSV per chapter,
+    read by the findings page; the Makefile's chapter rule sets it), or None."""
+    env = os.environ.get("XCOMPS_VERDICTS")
+    return Path(env) if env else None
+
+
 def probe_jobs() -> int:
     """Worker processes for a Neuro run's probes: ``$XCOMPS_PROBE_JOBS``, else every core.
 

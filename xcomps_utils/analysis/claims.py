@@ -56,7 +56,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import sys
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -64,6 +63,8 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
+
+from .. import paths
 
 __all__ = ["ClaimTest", "cluster_bootstrap", "bootstrap_means", "verdict", "evaluate_claim",
            "claims_table", "claims_markdown", "decided", "items_needed", "DEFAULT_N_BOOT",
@@ -1041,14 +1042,14 @@ def _record_verdicts(tests: list[ClaimTest]) -> None:
     list still makes it, so the findings page knows the page ran), later calls append. The
     model of each test is read from the page's parameters (the notebook's namespace, the
     ``__main__`` module in a kernel; :data:`MODEL_PARAMETERS`)."""
-    folder = os.environ.get("XCOMPS_VERDICTS")
-    if not folder:
+    folder = paths.verdicts_dir()
+    if folder is None:
         return
-    page = os.environ.get("XCOMPS_CHAPTER")
+    page = paths.chapter()
     if not page:
         raise ValueError("XCOMPS_VERDICTS is set but XCOMPS_CHAPTER is not: set both (the page's "
                          "name, as the Makefile's chapter rule does) or unset XCOMPS_VERDICTS")
-    path = Path(folder) / f"{page}.csv"
+    path = folder / f"{page}.csv"
     namespace = vars(sys.modules["__main__"]) if "__main__" in sys.modules else {}
     rows = pd.DataFrame([{**t.as_dict(), "page": page, "model": _model_of(t, namespace)}
                          for t in tests], columns=VERDICT_COLUMNS)

@@ -11,7 +11,7 @@ from ..lm.token_scores import TokenScores
 __all__ = ["plot_accuracy", "plot_delta_distribution", "plot_token_surprisal",
            "plot_accuracy_and_pivotal_share", "plot_pivotal_share_histograms",
            "plot_normalized_by_category", "html_delta_view", "plot_heatmaps", "plot_probe_layers",
-           "VERDICT_COLORS", "plot_claims", "plot_grammar_cells", "plot_grammar_cells_by_model",
+           "VERDICT_COLORS", "plot_grammar_cells", "plot_grammar_cells_by_model",
            "plot_pivot_shares", "plot_pivot_shares_by_model", "plot_delta_parts",
            "plot_prior_shares", "plot_kappa", "plot_reprobe", "TIER_COLORS",
            "plot_language_accuracy", "plot_language_typology", "plot_rankc"]
@@ -264,34 +264,6 @@ def plot_probe_layers(by_layer: pd.DataFrame, model: str, by: str = "lang"):
 
 VERDICT_COLORS = {"supported": "#2a9d8f", "contradicted": "#e76f51", "equivalent": "#e9c46a",
                   "inconclusive": "#8d99ae", "cannot be decided": "#c9ccd3"}
-
-
-def plot_claims(table: pd.DataFrame, model: str, title: str = "Claims tested"):
-    """A forest plot of claim tests: each effect with its 95% interval, coloured by verdict, the
-    value of no effect as a grey tick.
-
-    Args:
-        table: :func:`xcomps_utils.analysis.claims.claims_table`.
-    """
-    n = len(table)
-    fig, ax = plt.subplots(figsize=(8, 0.42 * n + 1.2))
-    y = np.arange(n)[::-1]
-    for yi, (_, r) in zip(y, table.iterrows()):
-        c = VERDICT_COLORS.get(r["verdict"], "black")
-        ax.plot([r["ci_low"], r["ci_high"]], [yi, yi], color=c, lw=2.2)
-        ax.plot(r["effect"], yi, "o", color=c, ms=5)
-        ax.plot(r["null"], yi, "|", color="0.4", ms=12)
-    labels = [f"{r['claim'].replace('_', ' ')} ({r['scope']})" if r["scope"] else r["claim"]
-              for _, r in table.iterrows()]
-    ax.set_yticks(y, labels, fontsize=8)
-    ax.set_xlabel("effect (each claim's own unit; see the table), 95% interval; verdicts "
-                  "after each family's Holm correction")
-    for v, c in VERDICT_COLORS.items():
-        ax.plot([], [], color=c, lw=2.2, label=v)
-    ax.legend(fontsize=8, loc="lower right")
-    ax.set_title(f"{title}: {model}", fontsize=10)
-    fig.tight_layout()
-    return fig
 
 
 def plot_grammar_cells(cells: pd.DataFrame, model: str, rows: str = "lang",
