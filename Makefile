@@ -192,7 +192,7 @@ smoke: install
 	$(MAKE) --no-print-directory render BOOK_DIR=$(SMOKE_DIR)/book OUT=$(CURDIR)/$(SMOKE_DIR)
 
 # Chapters of the smoke build as `make smoke` executes them (its parameters, its results store),
-# those of ONLY that are absent or older than their notebooks/*.md: what tests/test_notebooks.py
+# those of ONLY that are absent or older than their notebooks/*.md: what tests/book/test_notebooks.py
 # reads, made when pytest runs without `make smoke` before it. make smoke-chapters ONLY="a b"
 smoke-chapters:
 	@mkdir -p $(SMOKE_DIR)/book/executed build/notebooks-smoke

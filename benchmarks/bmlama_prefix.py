@@ -6,7 +6,7 @@ least ``min_prefix`` tokens (default 8). For each language and ``min_prefix``, t
 tokens the forward passes run with sharing against without (a ratio: tokens, not seconds), the
 tokens before the mask (the most a fact's sentences could share), and the largest per-token
 difference of the shared scores from the unshared ones (nats), checked against the bound
-``tests/test_scoring.py`` holds prefix reuse to (per token 2e-5 + 2e-6 x |log-probability|, the
+``tests/lm/test_scoring.py`` holds prefix reuse to (per token 2e-5 + 2e-6 x |log-probability|, the
 batched 1e-5 doubled for the two extra GEMM shapes; per text 1e-4). Seconds are printed for
 information only (a shared 2-core machine varies between runs).
 

@@ -6,7 +6,7 @@ one joint max-T test over languages).
 The old implementation is read from git (``git show b882422:xcomps_utils/methods/probing.py``) and run
 in the same process, one BLAS thread, one worker. Real data: SmolLM2-135M (the embedded model)
 on the XCOMPS sample, 24 items a language (the chapter's default size); synthetic: the states of
-``tests/test_probing.py``'s generator at the same size.
+``tests/methods/test_probing.py``'s generator at the same size.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/probe_null_cost.py --old-langs en de zh
 """

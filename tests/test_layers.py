@@ -260,3 +260,14 @@ def test_the_method_literal_check_finds_a_planted_name():
                          'def f(m):\n    return m == "neuro" or f"{m}" == "probes"\n',
                "methods.y": 'M = "neuro"\n'}
     assert method_literals(planted, _method_words()) == ["runs.x:3 'neuro'", "runs.x:3 'probes'"]
+
+
+def test_tests_mirror_the_package_folders():
+    """``tests/<layer>/`` for each folder (layer) of the package, and ``tests/book/`` for the
+    chapters and the book's scaffolding: a test file lives beside the tests of what it tests;
+    what spans the layers (these rules, the errors, the packaging) stays in ``tests/``."""
+    tests = Path(__file__).resolve().parent
+    folders = {p.name for p in tests.iterdir() if p.is_dir() and not p.name.startswith(("_", "."))}
+    layers = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert folders == layers | {"book"}, (folders, layers)
+    assert all(list(p.glob("test_*.py")) for p in tests.iterdir() if p.name in folders)

@@ -78,7 +78,7 @@ DEFAULT_N_BOOT = 2000
 #: fewer units than this and a bootstrap gives no verdict ("cannot be decided"): the percentile
 #: interval of a handful of clusters covers far below 95% (two identical items give an interval
 #: of width 0)
-#: (measured in ``tests/test_claims.py``: at 10-12 clusters a percentile interval's one-sided
+#: (measured in ``tests/analysis/test_claims.py``: at 10-12 clusters a percentile interval's one-sided
 #: error is 1.5-2x its nominal 2.5%; from about 20 it is within simulation error of nominal)
 MIN_BOOTSTRAP_UNITS = 20
 #: family-wise error rate of a family of tests, two-sided: each side is tested at ALPHA / 2

@@ -284,7 +284,7 @@ def length_batches(lengths: list[int], batch_size: int | None, token_budget: int
     batch: a padded text goes through a longer attention computation than it does alone, which
     rounds differently with or without an attention mask; measured on SmolLM2 in float32, up to
     1.9e-4 nats per token ("Roger could annoy itself.", padded to a longer sentence), against
-    3e-6 without padding whatever the batch size (``tests/test_scoring.py``).
+    3e-6 without padding whatever the batch size (``tests/lm/test_scoring.py``).
 
     Raises:
         ValueError: ``batch_size`` or ``token_budget`` below 1.

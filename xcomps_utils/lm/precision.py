@@ -9,7 +9,7 @@ float32 (and float64)
     What the scorer guarantees: its float32 log-probabilities equal a plain one-text-at-a-time
     float32 computation within :data:`FLOAT32_TOKEN_TOLERANCE` (1e-5 nats) per token, whatever the
     batching, wherever the model's float32 kernels agree across batch shapes (English BLiMP
-    sentences on both embedded models, ``tests/test_scoring.py``). What it cannot guarantee is the
+    sentences on both embedded models, ``tests/lm/test_scoring.py``). What it cannot guarantee is the
     model's own float32 arithmetic: a model with massive activations (SmolLM2) changes by up to
     5.4e-4 per token between batch shapes on non-Latin scripts, batched by us or by minicons alike; the same tokens scored inside sequences of other lengths differ by up to
     :data:`FLOAT32_LENGTH_TOLERANCE` per token (kernels round differently per shape), and the gap
@@ -36,7 +36,7 @@ __all__ = ["FLOAT32_TOKEN_TOLERANCE", "FLOAT32_LENGTH_TOLERANCE", "FLOAT32_GAP_B
            "dtype_name", "decisions", "DECISIONS"]
 
 #: nats per scored token: batched float32 scoring vs a plain one-text-at-a-time float32 loop (the
-#: scorer's guarantee, tested in tests/test_scoring.py).
+#: scorer's guarantee, tested in tests/lm/test_scoring.py).
 FLOAT32_TOKEN_TOLERANCE = 1e-5
 
 #: nats per token: one model in float32, the same tokens with the same context, inside sequences

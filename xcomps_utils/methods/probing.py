@@ -25,7 +25,7 @@ mislead:
   rest in test, and the label share of the two parts is anti-correlated: if the acceptable one is
   trained on, the test part is all negatives, and the other way round. A probe that learns the
   property phrase then predicts the wrong way on the test part: balanced accuracy *below* 0.5
-  (shown on synthetic states in ``tests/test_probing.py``). So folds keep every item whole, and a
+  (shown on synthetic states in ``tests/methods/test_probing.py``). So folds keep every item whole, and a
   concept shared between a test item and training items is removed from that fold's *training*
   sentences (``grouping="item, purged"``).
 

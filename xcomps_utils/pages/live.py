@@ -42,6 +42,13 @@ def _html(layout, standalone: bool) -> str:
     return bokeh_js(again=standalone) + div + script
 
 
+def _subtitle(p, model: str) -> None:
+    """The model(s) on a second title line."""
+    from bokeh.models import Title
+
+    p.add_layout(Title(text=model, text_font_style="italic", text_font_size="11px"), "above")
+
+
 def _legend_outside(p, title: str) -> None:
     """The legend right of the plot (it never covers a point), a click hiding its group."""
     if not p.legend:
@@ -60,7 +67,7 @@ def _need(frame: pd.DataFrame, cols: list[str], what: str) -> None:
 
 def accuracy_html(cells: pd.DataFrame, model: str, rows: str = "lang",
                   groups: str | None = "negative_sample_type", chance: float | None = 0.5,
-                  title: str = "Accuracy", width: int = 760, standalone: bool = False) -> str:
+                  title: str = "Accuracy", width: int = 680, standalone: bool = False) -> str:
     """Accuracy per cell with its interval, one row per ``rows`` value, one colour per ``groups``
     value (a legend click hides a group), the cell's numbers on hover.
 
@@ -90,7 +97,7 @@ def accuracy_html(cells: pd.DataFrame, model: str, rows: str = "lang",
     kinds = list(dict.fromkeys(d[groups].astype(str))) if groups else [""]
     height = max(220, 40 + 22 * len(levels) * max(1, len(kinds)) ** 0.5 * 2)
     p = figure(y_range=levels, x_range=(-0.02, 1.02), width=width, height=int(height),
-               title=f"{title} ({model}): dot = accuracy, bar = 95% interval",
+               title=f"{title}: dot = accuracy, bar = 95% interval",
                x_axis_label="accuracy (fraction of decided pairs)",
                y_axis_label=rows, tools="pan,wheel_zoom,box_zoom,reset,save",
                toolbar_location="above")
@@ -120,11 +127,12 @@ def accuracy_html(cells: pd.DataFrame, model: str, rows: str = "lang",
         (rows, "@row"), ("group", "@group"), ("accuracy", "@accuracy{0.000}"),
         ("95% interval", "[@low{0.000}, @high{0.000}]"), ("decided pairs", "@decided"),
         ("pairs", "@n"), ("ties and near ties", "@ties")]))
-    _legend_outside(p, (groups or "") + " (click hides)")
+    _subtitle(p, model)
+    _legend_outside(p, groups or "")
     return _html(p, standalone)
 
 
-def probe_layers_html(by_layer: pd.DataFrame, model: str, by: str = "lang", width: int = 760,
+def probe_layers_html(by_layer: pd.DataFrame, model: str, by: str = "lang", width: int = 680,
                       height: int = 330, standalone: bool = False) -> str:
     """The probe's balanced accuracy by layer, one line per ``by`` group, with its
     label-permutation null's 95th percentile dashed (when the table has ``null_q95``); a legend
@@ -146,7 +154,7 @@ def probe_layers_html(by_layer: pd.DataFrame, model: str, by: str = "lang", widt
     _need(by_layer, [by, "layer", "balanced_accuracy", "n_sentences"], "by_layer")
     has_null = "null_q95" in by_layer and by_layer["null_q95"].notna().any()
     p = figure(width=width, height=height, y_range=(0.2, 1.02),
-               title=f"Neuro probe by layer ({model}): solid = probe, dashed = null's 95th pct.",
+               title="Neuro probe by layer: solid = probe, dashed = null's 95th percentile",
                x_axis_label="layer (0 = embeddings)", y_axis_label="balanced accuracy (chance 0.5)",
                tools="pan,wheel_zoom,box_zoom,reset,save", toolbar_location="above")
     lines = []
@@ -169,11 +177,12 @@ def probe_layers_html(by_layer: pd.DataFrame, model: str, by: str = "lang", widt
     p.add_tools(HoverTool(renderers=lines, mode="vline", tooltips=[
         (by, "@group"), ("layer", "@layer"), ("balanced accuracy", "@ba{0.000}"),
         ("null, 95th pct.", "@null{0.000}"), ("beyond the null", "@beyond{+0.000}")]))
-    _legend_outside(p, f"{by} (sentences; click hides)")
+    _subtitle(p, model)
+    _legend_outside(p, f"{by} (sentences)")
     return _html(p, standalone)
 
 
-def claims_html(table: pd.DataFrame, model: str, title: str = "Claims tested", width: int = 760,
+def claims_html(table: pd.DataFrame, model: str, title: str = "Claims tested", width: int = 680,
                 standalone: bool = False) -> str:
     """A forest plot of claim tests, live: each effect with its 95% interval, coloured by
     verdict (a legend click hides a verdict), the value of no effect as a grey tick; hover gives
@@ -208,7 +217,7 @@ def claims_html(table: pd.DataFrame, model: str, title: str = "Claims tested", w
     p = figure(y_range=labels[::-1], x_range=(lo - pad, hi + pad), width=width,
                height=int(90 + 26 * len(d)), toolbar_location="above",
                tools="pan,wheel_zoom,box_zoom,reset,save",
-               title=f"{title} ({model}): dot = effect, bar = 95% interval, tick = no effect",
+               title=f"{title}: dot = effect, bar = 95% interval, tick = no effect",
                x_axis_label="effect, in each claim's own unit (hover)")
     p.scatter("null", "label", source=ColumnDataSource(d[["null", "label"]]), marker="dash",
               angle=np.pi / 2, size=14, color="#666666")
@@ -234,6 +243,7 @@ def claims_html(table: pd.DataFrame, model: str, title: str = "Claims tested", w
         ("effect", "@effect{0.000} [@low{0.000}, @high{0.000}]"), ("measure", "@measure"),
         ("no effect", "@null"), ("units", "@n @unit"), ("family", "@family"),
         ("Holm-adjusted p", "@p_adj{0.0000}")]))
-    _legend_outside(p, "verdict (click hides)")
+    _subtitle(p, model)
+    _legend_outside(p, "verdict")
     p.yaxis.major_label_text_font_size = "10px"
     return _html(p, standalone)

@@ -14,7 +14,7 @@ differ from the default). Everything else is derived from that declaration:
   under a sentence saying at which sizes the page runs.
 
 A chapter's ``parameters`` cell repeats the defaults as literals (for the reader, for papermill,
-which injects its values after that cell); ``tests/test_params.py`` holds the cell, the Makefile's
+which injects its values after that cell); ``tests/pages/test_params.py`` holds the cell, the Makefile's
 ``SMOKE_<chapter>``/``PUBLISH_<chapter>`` arguments and the commands the pages print to this
 declaration.
 """

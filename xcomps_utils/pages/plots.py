@@ -209,7 +209,8 @@ def plot_heatmaps(tables: dict[str, pd.DataFrame], model: str, vmin: float = 0.0
         ax.set_title(name, fontsize=10)
         ax.set_xlabel("negative-sample type", fontsize=10)
     axes[0, 0].set_ylabel("language")
-    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="accuracy / F1")
+    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8,
+                 label="accuracy (Meta, Direct) / balanced accuracy (Neuro)")
     fig.suptitle(f"XCOMPS by language and negative type: {model}", fontsize=11)
     return fig
 

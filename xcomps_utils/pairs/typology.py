@@ -17,7 +17,7 @@ family, macroarea   languoid with that ISO 639-3 code; family = the name of its 
                     family (an isolate is its own family, ``family_id`` its own Glottocode)
 script              CLDR likely subtags (babel): the ISO 15924 script CLDR expects for the
                     code (``ar`` -> Arab, ``ja`` -> Jpan, ``sr`` -> Cyrl); checked against the
-                    Unicode scripts of the BMLAMA prompts in ``tests/test_typology.py``
+                    Unicode scripts of the BMLAMA prompts in ``tests/pairs/test_typology.py``
 wals_20A ... 26A    WALS v2020.4 (``data/wals.json``) rebuilt from ``raw/value.csv`` ->
                     ``valueset`` -> ``language``/``parameter``, label and number from
                     ``domainelement``; ``*_value`` is the value number (22A's is ordinal:

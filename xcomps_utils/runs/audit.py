@@ -31,7 +31,7 @@ token-level perplexity proportions          propagated from the group surprisals
 (``plain_*``, ``norm_*``)                   (:func:`proportion_tolerance`)
 Neuro hidden states                         ``|diff| <= STATE_ATOL + STATE_RTOL |stored|``
                                             (1e-4 each: the bound of batched vs one-at-a-time
-                                            states, ``tests/test_xcomps.py``)
+                                            states, ``tests/pairs/test_xcomps.py``)
 Neuro probe measures                        ``PROBE_TOLERANCE`` (1e-12): recomputed from the
                                             *stored* states they are the same numbers (the
                                             probe is a seeded closed-form ridge in float64; a
@@ -87,7 +87,7 @@ __all__ = ["audit", "AuditError", "plan_sample", "units", "failures", "failure_l
 #: nats (states are in the model's units): absolute part of the hidden-state tolerance.
 STATE_ATOL = 1e-4
 #: relative part of the hidden-state tolerance (float32 runs): the bound
-#: ``tests/test_xcomps.py::test_last_token_states_equal_unbatched`` holds between batchings.
+#: ``tests/pairs/test_xcomps.py::test_last_token_states_equal_unbatched`` holds between batchings.
 STATE_RTOL = 1e-4
 #: relative hidden-state tolerance of bfloat16/float16 runs: 2**-7, bfloat16's rounding of one
 #: value (not measured across batchings).

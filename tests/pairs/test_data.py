@@ -11,7 +11,7 @@ from xcomps_utils import paths
 from xcomps_utils.pairs import data, tasks
 from xcomps_utils.pairs.data import ChecksumError, DataError, DataQualityWarning
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("task, rows", [("blimp_anaphor", 1000), ("blimp_animacy", 1000),

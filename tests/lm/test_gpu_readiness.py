@@ -12,7 +12,7 @@ import torch
 from xcomps_utils.lm import encoding
 from xcomps_utils.methods import neuro
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks"))
 from neuro_memory import peak_memory, plain_forward  # noqa: E402
 

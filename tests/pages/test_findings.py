@@ -12,7 +12,7 @@ import pytest
 
 from xcomps_utils.analysis import claims, perplexity_paper
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _verdict_folder(folder: Path, monkeypatch) -> dict:

@@ -11,7 +11,7 @@ or `rm -rf build/smoke` first.)
 
 Papermill runs here only for what a smoke build cannot show: a chapter rendered a second time from
 the store of its first run, without loading a model (on a copy of the smoke store). A bad
-parameter named under papermill is tests/test_adversarial.py's (five chapters).
+parameter named under papermill is tests/runs/test_adversarial.py's (five chapters).
 """
 
 import json
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / "build" / "smoke"  # SMOKE_DIR in the Makefile
 EXECUTED = SMOKE / "book" / "executed"
 STORE = SMOKE / "results"

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from xcomps_utils.pages import params
 from xcomps_utils.runs import cli, execute as methods, planner, store as S, sweep as SW
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _rows(k, value):

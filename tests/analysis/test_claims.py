@@ -658,7 +658,7 @@ def test_mean_claims_reach_both_outcomes_hold_their_null_and_have_power(name):
 def test_every_family_a_page_forms_is_declared_in_one_table():
     import re
     from pathlib import Path
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     found = set()
     for path in [*repo.glob("xcomps_utils/**/*.py"), *repo.glob("notebooks/*.md")]:
         text = path.read_text(encoding="utf-8")

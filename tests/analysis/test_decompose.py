@@ -87,7 +87,7 @@ def sample_pairs():
 
 
 def _plain_loop(lm, text):
-    """Independent reference (as tests/test_scoring.py): BOS + one text, no batching, no prefix
+    """Independent reference (as tests/lm/test_scoring.py): BOS + one text, no batching, no prefix
     sharing, float64 log-softmax of the model's logits."""
     tok = lm.tokenizer
     ids = tok(text, add_special_tokens=False)["input_ids"]
@@ -165,7 +165,7 @@ def test_conditional_direct_equals_plain_loop(model, request, sample_pairs, tmp_
                            & (dec.tokens.side == side)]
             after = t[t.category.isin(["property", "period"])]
             np.testing.assert_allclose(-after.surprisal.to_numpy(), full[len(pre_ids):],
-                                       atol=1e-5, rtol=2e-6)  # tests/test_scoring.py's tolerance
+                                       atol=1e-5, rtol=2e-6)  # tests/lm/test_scoring.py's tolerance
             checked += 1
     assert checked == 4 * len(LANGS)
 

@@ -38,7 +38,7 @@ from xcomps_utils.errors import did_you_mean
 from xcomps_utils.pages import params
 from xcomps_utils.runs.cli import main as xcomps_cli
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 PAGES = [REPO / "README.md", *sorted((REPO / "book").glob("*.md")),
          *sorted((REPO / "notebooks").glob("*.md"))]
 SHELL = {"bash", "console", "shell", "sh"}

@@ -16,7 +16,7 @@ from papermill.translators import PythonTranslator
 from xcomps_utils.methods import config
 from xcomps_utils.pages import params
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted(p.stem for p in (REPO / "notebooks").glob("*.md"))
 WITH_PARAMETERS = [c for c in CHAPTERS if params.declaration(c).model_fields]
 

@@ -95,7 +95,7 @@ def test_readme_example_run_id_is_the_one_the_command_prints(data_dir):
     from xcomps_utils.lm import models
     from xcomps_utils.runs import sweep as SW
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     cmd = re.search(r"xcomps-study run (direct) --task (\S+) --n-pairs (\d+)\n", readme)
     printed = re.search(r"(direct-smollm2-135m-instruct-[0-9a-f]{12}): (\d+) pairs", readme)
     method, task_list, n = cmd.group(1), cli._split([cmd.group(2)]), int(cmd.group(3))

@@ -126,7 +126,7 @@ def test_agreement_follows_type_is_a_language_level_test_over_eighteen_languages
     t = C.agreement_follows(_typed(np.random.default_rng(0), langs, kind), n_boot=100)
     assert t.verdict == "supported" and t.unit == "language" and t.n_items == 18
     # ("contradicted" is the same permutation machinery's other side, reached in
-    # tests/test_claims.py::test_morphology_trend_over_eighteen_languages)
+    # tests/analysis/test_claims.py::test_morphology_trend_over_eighteen_languages)
     # (b) null: agreement unrelated to type (one pattern shared by all, languages differing)
     decided = sum(C.agreement_follows(_typed(np.random.default_rng(10 + s), langs,
                                              {l: l for l in langs}, shared=0.6),
