@@ -146,6 +146,7 @@ def test_load_with_template_reports_what_the_loader_rejects():
     assert exercises.load_with_template("fr", fr) == "the template file loads"
     got = exercises.load_with_template("it", fr)
     assert got.startswith("DataError: ") and "language 'it': not in the language table" in got
+    assert "a copy of data/meta_templates.json" in got and "/tmp" not in got  # no build path
     broken = {**fr, "question": fr["question"].replace("{option_2}", "")}
     got = exercises.load_with_template("fr", broken)
     assert "language 'fr', field 'question': placeholders" in got

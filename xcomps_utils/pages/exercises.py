@@ -169,7 +169,8 @@ def load_with_template(lang: str, template: dict) -> str:
 
     Returns:
         ``"the template file loads"``, or ``"DataError: ..."``: the loader's message, which names
-        the file, the language and the field it rejects.
+        the file (``a copy of data/meta_templates.json``), the language and the field it
+        rejects.
     """
     import json
     import tempfile
@@ -185,6 +186,6 @@ def load_with_template(lang: str, template: dict) -> str:
         path.write_text(json.dumps(shipped, ensure_ascii=False), encoding="utf-8")
         try:
             load_meta_templates(path)
-        except DataError as err:
-            return f"DataError: {err}"
+        except DataError as err:  # the copy's temporary path would be the build machine's
+            return "DataError: " + str(err).replace(str(path), "a copy of data/meta_templates.json")
     return "the template file loads"
