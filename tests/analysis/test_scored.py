@@ -86,3 +86,28 @@ def test_decided_rows_reads_one_rule_for_every_judge():
     assert len(scored.decided_rows(top1, "top1_sum")) == len(one) - 7
     with pytest.raises(ValueError, match="no column 'cond_correct'"):
         scored.decided_rows(one, "cond_correct")
+
+
+def test_the_token_level_accuracy_table_reads_the_one_rule():
+    """Direct and conditional Direct by language and type leave out each judge's own ties and
+    near ties (the table once averaged ``delta > 0`` over every pair, a tie counted wrong)."""
+    from xcomps_utils.analysis import concept_prior
+
+    rng = np.random.default_rng(3)
+    n = 80
+    d = pd.DataFrame({"lang": np.where(np.arange(n) % 2, "en", "de"),
+                      "negative_sample_type": np.where(np.arange(n) % 4 < 2, "random", "overlap"),
+                      "direct_correct": rng.integers(0, 2, n) * 1.0,
+                      "cond_correct": rng.integers(0, 2, n) * 1.0, "cond_tie": 0.0})
+    d["direct_decision"] = np.where(d.direct_correct == 1, "right", "wrong")
+    d.loc[:9, "direct_decision"] = "near_tie"          # the run's near ties
+    d.loc[:9, "direct_correct"] = 0.0                  # counted wrong by a plain mean
+    d.loc[10:14, "cond_tie"], d.loc[10:14, "cond_correct"] = 1.0, 0.0
+    got = concept_prior.accuracy_by_type(d, ["en", "de"])
+    keep = d.iloc[10:]
+    want = keep[keep.lang == "en"].groupby("negative_sample_type").direct_correct.mean()
+    assert got.loc["en", "Direct: random"] == pytest.approx(want["random"])
+    keep = d.drop(index=range(10, 15))
+    want = keep[keep.lang == "de"].groupby("negative_sample_type").cond_correct.mean()
+    assert got.loc["de", "conditional: overlap"] == pytest.approx(want["overlap"])
+    assert list(got.index) == ["en", "de"] and got.shape == (2, 4)

@@ -20,8 +20,9 @@ import pandas as pd
 from .claims import SESOI, ClaimTest, bootstrap_means, correct, evaluate_claim
 from .scored import decided_rows
 
-__all__ = ["prior_share", "prior_favours_acceptable", "direct_gains_from_prior",
-           "shuffled_prior_accuracy", "concept_carries_most", "property_above_chance"]
+__all__ = ["prior_share", "accuracy_by_type", "prior_favours_acceptable",
+           "direct_gains_from_prior", "shuffled_prior_accuracy", "concept_carries_most",
+           "property_above_chance"]
 
 
 def _decided(d: pd.DataFrame, cols=("direct_correct", "cond_correct")) -> pd.DataFrame:
@@ -31,6 +32,29 @@ def _decided(d: pd.DataFrame, cols=("direct_correct", "cond_correct")) -> pd.Dat
     for c in cols:
         d = decided_rows(d, c)
     return d
+
+
+def accuracy_by_type(d: pd.DataFrame, languages: list[str]) -> pd.DataFrame:
+    """Direct and conditional Direct accuracy per language (rows, in ``languages`` order) and
+    negative-sample type, each over the pairs that judge decides
+    (:func:`xcomps_utils.analysis.scored.decided_rows`: ties and near ties left out, as in every
+    XCOMPS table).
+
+    Args:
+        d: decomposed pairs (:attr:`xcomps_utils.pages.chapters.XcompsSplit.pairs`: ``lang``,
+            ``negative_sample_type``, ``direct_correct``, ``cond_correct`` and their tie columns
+            or the run's ``direct_decision``).
+
+    Returns:
+        ``[languages, 2 x types]``, columns ``"Direct: <type>"`` and ``"conditional: <type>"``.
+    """
+    parts = {name: decided_rows(d, f"{judge}_correct").pivot_table(
+                 index="lang", columns="negative_sample_type", values=f"{judge}_correct",
+                 aggfunc="mean")
+             for judge, name in (("direct", "Direct"), ("cond", "conditional"))}
+    out = pd.concat(parts, axis=1).reindex(languages)
+    out.columns = [f"{name}: {t}" for name, t in out.columns]
+    return out
 
 
 def _prior_rows(d: pd.DataFrame) -> pd.DataFrame:
