@@ -88,8 +88,8 @@ def plot_accuracy_and_pivotal_share(summary: pd.DataFrame, model: str):
     cols = [("accuracy", "accuracy (correct prompt less perplexed)"),
             ("plain_pivotal_ppl", "plain proportion, pivotal (ΔPPL)"),
             ("plain_pivotal_s", "plain proportion, pivotal (Δ surprisal)")]
-    # 10 inches wide with 10-11 point text: legible once scaled to the page's text column.
-    fig, axes = plt.subplots(1, 3, figsize=(10, 0.55 * len(tasks) + 2.2), sharey=True)
+    # 8.5 inches wide with 10-11 point text: legible at the page's text column.
+    fig, axes = plt.subplots(1, 3, figsize=(8.5, 0.55 * len(tasks) + 2.4), sharey=True)
     for ax, (col, label) in zip(axes, cols):
         g = summary.groupby("task", sort=False)[col]
         mean, se = g.mean().reindex(tasks), (g.std(ddof=1) / np.sqrt(g.size())).reindex(tasks)
@@ -148,7 +148,7 @@ def plot_normalized_by_category(metrics: pd.DataFrame, model: str):
     tasks = list(dict.fromkeys(metrics["task"]))
     cats = ("pivotal", "period", "other")
     colors = {"pivotal": "#c44e52", "period": "#8172b2", "other": "#8c8c8c"}
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(8.5, 4), sharey=True)
     x = np.arange(len(tasks))
     for ax, kind, title in ((axes[0], "ppl", "ΔPPL"), (axes[1], "s", "Δ surprisal [nats]")):
         for k, c in enumerate(cats):
@@ -196,10 +196,14 @@ def plot_heatmaps(tables: dict[str, pd.DataFrame], model: str, vmin: float = 0.0
     ``tables``: method name -> DataFrame (rows languages, columns negative types)."""
     # constrained layout keeps the title, panel titles and colour bar apart; about 10 inches wide
     # so that 9-10 point text stays legible at the page's width.
-    fig, axes = plt.subplots(1, len(tables), figsize=(3.3 * len(tables) + 0.8, 0.45 *
-                             max(len(t) for t in tables.values()) + 2.0), squeeze=False,
-                             layout="constrained")
-    for ax, (name, t) in zip(axes[0], tables.items()):
+    # at most two panels a row, 8 inches wide: the text column at about its own size
+    ncols = min(2, len(tables))
+    nrows = -(-len(tables) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(8, nrows * (0.45 * max(
+        len(t) for t in tables.values()) + 2.2)), squeeze=False, layout="constrained")
+    for ax in axes.flat[len(tables):]:
+        ax.set_visible(False)
+    for ax, (name, t) in zip(axes.flat, tables.items()):
         im = ax.imshow(t.to_numpy(dtype=float), vmin=vmin, vmax=vmax, cmap="viridis", aspect="auto")
         ax.set_xticks(range(t.shape[1]), t.columns, rotation=30, ha="right", fontsize=10)
         ax.set_yticks(range(t.shape[0]), t.index, fontsize=10)
@@ -208,8 +212,9 @@ def plot_heatmaps(tables: dict[str, pd.DataFrame], model: str, vmin: float = 0.0
                     color="white" if v < (vmin + vmax) / 2 else "black")
         ax.set_title(name, fontsize=10)
         ax.set_xlabel("negative-sample type", fontsize=10)
-    axes[0, 0].set_ylabel("language")
-    fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8,
+    for ax in axes[:, 0]:
+        ax.set_ylabel("language")
+    fig.colorbar(im, ax=axes.flat[:len(tables)], shrink=0.8,
                  label="accuracy (Meta, Direct) / balanced accuracy (Neuro)")
     fig.suptitle(f"XCOMPS by language and negative type: {model}", fontsize=11)
     return fig
@@ -229,7 +234,9 @@ def plot_probe_layers(by_layer: pd.DataFrame, model: str, by: str = "lang"):
         by_layer: the first table of :func:`xcomps_utils.methods.probing.probe_tables` (rows of one probe
             group per ``by`` value).
     """
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.9), sharex=True)
+    # stacked, 7.5 inches wide: the page's text column at about its own size, so 9-10 point text
+    # stays legible (three panels side by side were 13 inches, shrunk to half)
+    fig, axes = plt.subplots(3, 1, figsize=(7.5, 9.6), sharex=True)
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     has_null = "null_q95" in by_layer and by_layer["null_q95"].notna().any()
     for k, (key, g) in enumerate(by_layer.groupby(by, sort=False)):
@@ -252,13 +259,13 @@ def plot_probe_layers(by_layer: pd.DataFrame, model: str, by: str = "lang"):
     axes[1].set_title("above 0: beyond shuffled labels at that layer", fontsize=9)
     axes[2].set_ylabel("F1 (acceptable = positive)")
     axes[2].set_title("F1; dotted: always answer 'acceptable'", fontsize=9)
-    for ax in axes:
-        ax.set_xlabel("layer (0 = embeddings)")
+    axes[2].set_xlabel("layer (0 = embeddings)")
     axes[0].set_ylim(0.2, 1.02)
     axes[2].set_ylim(0, 1.02)
     axes[0].legend(fontsize=8, ncol=2, title=f"{by} (sentences)", title_fontsize=8)
-    fig.suptitle(f"Neuro: logistic-regression probe by layer, item-whole concept-disjoint 5-fold "
-                 f"cross-validation, {model}", fontsize=11)
+    axes[2].xaxis.get_major_locator().set_params(integer=True)
+    fig.suptitle(f"Neuro: logistic-regression probe by layer, {model}\nitem-whole, "
+                 f"concept-disjoint 5-fold cross-validation", fontsize=11)
     fig.tight_layout()
     return fig
 
@@ -318,7 +325,7 @@ def plot_pivot_shares(summary: pd.DataFrame, model: str, label: str = "lang",
 def plot_grammar_cells_by_model(cells: dict[str, pd.DataFrame], title: str = "Direct accuracy"):
     """:func:`plot_grammar_cells` for several models, one panel per model stacked in one figure
     (a numbered figure is one output). ``cells``: model name -> its accuracy cells."""
-    fig, axes = plt.subplots(len(cells), 1, figsize=(12, 5.2 * len(cells)), squeeze=False)
+    fig, axes = plt.subplots(len(cells), 1, figsize=(9, 5.2 * len(cells)), squeeze=False)
     for ax, (model, c) in zip(axes[:, 0], cells.items()):
         plot_grammar_cells(c, model, title=title, ax=ax)
     return fig
@@ -326,14 +333,14 @@ def plot_grammar_cells_by_model(cells: dict[str, pd.DataFrame], title: str = "Di
 
 def plot_pivot_shares_by_model(summary: pd.DataFrame, label: str = "label", note: str = "",
                                unit: str = "nats"):
-    """:func:`plot_pivot_shares` for several models side by side in one figure; ``summary`` has
+    """:func:`plot_pivot_shares` for several models, stacked in one figure; ``summary`` has
     a ``model`` column (one panel per model, in order of appearance) and ``note`` follows each
     model's name in its panel title (e.g. the pairs per task)."""
     models = list(dict.fromkeys(summary["model"]))
     n_rows = summary.groupby("model").size().max()
-    fig, axes = plt.subplots(1, len(models), figsize=(7.5 * len(models), 0.45 * n_rows + 1.8),
+    fig, axes = plt.subplots(len(models), 1, figsize=(7.5, len(models) * (0.45 * n_rows + 1.8)),
                              squeeze=False)
-    for ax, model in zip(axes[0], models):
+    for ax, model in zip(axes[:, 0], models):
         plot_pivot_shares(summary[summary["model"] == model], f"{model}{note}", label=label,
                           unit=unit, ax=ax)
     return fig
@@ -385,7 +392,8 @@ def plot_kappa(agree: dict[str, pd.DataFrame], languages: list[str], model: str)
             :func:`xcomps_utils.analysis.consistency.agreement_table` (``lang_a``, ``lang_b``, ``kappa``).
     """
     names = {"direct_correct": "Direct", "cond_correct": "conditional Direct"}
-    fig, axes = plt.subplots(1, len(agree), figsize=(5 * len(agree), 4), squeeze=False)
+    fig, axes = plt.subplots(1, len(agree), figsize=(min(8.0, 4 * len(agree) + 0.8), 3.6),
+                             squeeze=False)
     for ax, (col, t) in zip(axes[0], agree.items()):
         k = pd.DataFrame(np.nan, index=languages, columns=languages)
         for r in t.itertuples():
