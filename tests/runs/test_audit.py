@@ -291,3 +291,29 @@ def test_a_neuro_run_whose_states_were_not_shipped_is_audited_from_recomputed_st
     with pytest.raises(A.AuditError, match=rf"verify failed.*run {rid}: shard shard-00000: "
                                            rf"states/run={rid}/shard-00000.npy missing"):
         A.audit(root2, runs=[rid])
+
+
+@pytest.mark.slow
+def test_a_store_shipped_without_states_and_tokens_is_audited_and_reads(shipped, tmp_path, lm):
+    """`Store.ship` leaves out the Neuro states and Direct's tokens: the copy verifies, the audit
+    recomputes a shard of every method and compares what was shipped (the left-out files said
+    so, not failed), and `execute.run` reads the shipped runs without computing."""
+    root, runs = shipped
+    S.Store(root).ship(tmp_path / "dest", omit={runs["neuro"]: ["states"],
+                                                runs["direct"]: ["direct_tokens"]})
+    dest = tmp_path / "dest"
+    assert execute.verify(S.Store(dest)) == []
+    table = A.audit(dest, seed=0)
+    assert table["ok"].all(), A.failures(table)
+    assert table.attrs["not_shipped"] == [runs["neuro"]]
+    left = table[table.tolerance_name.str.startswith("not shipped")]
+    assert set(left.measure) == {"direct_tokens", "states"}
+    assert set(table.method) == {"direct", "token_ppl", "meta", "neuro"}
+    from xcomps_utils.pairs import tasks
+
+    res = execute.run(lm, tasks.sample(["blimp_anaphor"], 4, 0), ["direct", "token_ppl"],
+                      store=dest, shard_size=2, progress=False)
+    assert res.computed == {"direct": 0, "token_ppl": 0}
+    assert len(res.detail("ppl_groups")) > 0
+    with pytest.raises(S.StoreError, match="direct_tokens were not shipped"):
+        res.detail("direct_tokens")

@@ -347,6 +347,38 @@ def verify_cmd(store, repair, device, quiet):
                f"file(s); every shard as recorded")
 
 
+@main.command("ship")
+@click.argument("dest")
+@click.option("--store", default="results", show_default=True, help="results store to ship from")
+@click.option("--run", "runs", multiple=True, metavar="ID[,ID]",
+              help="runs to ship (default: every complete run)")
+@click.option("--omit", multiple=True, metavar="FOLDER[:ID,...]", default=("states",),
+              show_default=True,
+              help="a folder to leave out (states, direct_tokens, ppl_tokens, ...), of every run "
+                   "or of the runs named after the colon; repeat it")
+def ship_cmd(dest, store, runs, omit):
+    """Copy complete runs of a store into DEST, the store a repository ships, leaving out
+    folders no page reads (hidden states by default); DEST/shipped.json records what each run
+    was shipped without, so `xcomps-study verify --store DEST` accepts their absence and a page
+    that reads one is told so. A run DEST already holds is skipped; nothing there is
+    overwritten."""
+    st = _store(store)
+    ids = _split(runs) or None
+    every, per_run = set(), {}
+    for o in omit:
+        folder, _, which = o.partition(":")
+        for rid in _split([which]) if which else []:
+            per_run.setdefault(rid, set()).add(folder)
+        if not which:
+            every.add(folder)
+    chosen = ids if ids is not None else [r for r in st.ids() if st.run(r).complete]
+    table = st.ship(dest, chosen, {rid: every | per_run.get(rid, set()) for rid in chosen})
+    for r in table.itertuples():
+        left = f", without {', '.join(r.omitted)}" if r.omitted else ""
+        click.echo(f"{r.run}: {r.shipped}{left} ({r.bytes / 2**20:.1f} MiB)")
+    click.echo(f"{dest}: {len(table)} run(s), {table.bytes.sum() / 2**20:.1f} MiB copied")
+
+
 @main.command("audit")
 @click.argument("store", type=click.Path())
 @click.option("--sample", type=click.IntRange(min=1), default=None,

@@ -16,6 +16,8 @@ Layout (plain parquet, numpy and JSON: pandas or DuckDB read it without this pac
     <root>/<detail>/run=<run>/<shard>.parquet   per-token or per-group detail of some methods
     <root>/states/run=<run>/<shard>.npy   Neuro hidden states ``[sentences, layers + 1, hidden]``
     <root>/quarantine/<time>/...          damaged files a repair moved aside (same relative paths)
+    <root>/shipped.json                   in a store made by :meth:`Store.ship`: the folders of
+                                          each run it was shipped without (``states``, details)
 
 Work is written one finished *shard* (a fixed slice of the pairs) at a time; every file goes to a
 temporary name and is renamed into place, and the shard's ``done`` marker comes last. The marker
@@ -70,6 +72,9 @@ MEASURE_SCHEMA = pa.schema([
 ])
 MEASURE_COLUMNS = MEASURE_SCHEMA.names
 
+
+#: What :meth:`Store.ship` writes beside ``runs/``: per run, the folders left out.
+SHIPPED = "shipped.json"
 
 #: The free space a store needs before a run is computed into it (:meth:`Store.check_writable`).
 MIN_FREE_BYTES = 16 * 2**20
@@ -469,8 +474,104 @@ class Store:
                                            "parameters", "version", "created"])
 
     def _parts(self, folder: str, rid: str, suffix: str) -> list[Path]:
+        if folder in self.omitted(rid):
+            raise StoreError(f"run {rid}: its {folder} were not shipped with this store "
+                             f"({self.root / SHIPPED}); compute them into a store of your own: "
+                             f"the same command or chapter with --store (store=) another folder")
         self.check(rid)
         return Run(self, rid).recorded(folder, suffix)
+
+    # --- shipping ---------------------------------------------------------------------------
+
+    def omitted(self, rid: str) -> set[str]:
+        """The folders of run ``rid`` this store was shipped without (:meth:`ship`; e.g.
+        ``{"states"}``), empty for a store computed here.
+
+        Raises:
+            StoreError: ``shipped.json`` is unreadable.
+        """
+        path = self.root / SHIPPED
+        if not path.is_file():
+            return set()
+        try:
+            omitted = json.loads(path.read_text(encoding="utf-8"))["omitted"]
+        except (ValueError, KeyError, TypeError) as err:
+            raise StoreError(f"{path}: unreadable ({err}); it lists the folders each shipped "
+                             f"run was shipped without") from None
+        return set(omitted.get(rid, []))
+
+    def ship(self, dest: str | os.PathLike, runs: list[str] | None = None,
+             omit=("states",)) -> pd.DataFrame:
+        """Copy complete runs into the store ``dest`` (e.g. the one a repository ships), without
+        some of their folders, and record what was left out in ``dest/shipped.json``.
+
+        ``dest`` serves the shipped runs as this store does: :meth:`verify` accepts their
+        left-out files as absent (every other missing file is still damage), and reading a
+        left-out folder (:meth:`detail`, :meth:`arrays`) raises :class:`StoreError` saying so.
+        A run ``dest`` already holds with the same done markers is skipped; nothing in ``dest``
+        is overwritten.
+
+        Args:
+            dest: the store to ship into (created if absent).
+            runs: run ids (``None``: every complete run).
+            omit: folders to leave out (``measures`` never is): names for every run, or
+                ``{run: names}`` per run.
+
+        Returns:
+            one row per run: ``run``, ``shipped`` (copied, or already there), ``folders``,
+            ``omitted``, ``bytes`` copied.
+
+        Raises:
+            StoreError: a run is not complete or does not verify, ``measures`` is to be left
+                out, or ``dest`` holds another version of a run.
+        """
+        dest = Store(dest)
+        if dest.root.resolve() == self.root.resolve():
+            raise StoreError(f"ship into another folder than the store itself ({self.root})")
+        runs = [r for r in self.ids() if self.run(r).complete] if runs is None else list(runs)
+        shipped = {}
+        if (dest.root / SHIPPED).is_file():
+            shipped = json.loads((dest.root / SHIPPED).read_text(encoding="utf-8"))["omitted"]
+        rows = []
+        for rid in runs:
+            run = self.run(rid)
+            if not run.complete:
+                raise StoreError(f"run {rid} is not complete ({len(run.done())} of "
+                                 f"{run.record['n_shards']} shards): finish it first")
+            self.check(rid, complete=True)
+            left = set(omit.get(rid, ()) if isinstance(omit, dict) else omit)
+            if "measures" in left:
+                raise StoreError(f"run {rid}: its measures are what a shipped run is; "
+                                 f"leave out details or states only")
+            left |= self.omitted(rid)
+            folders = sorted(d.parent.name for d in self.root.glob(f"*/run={rid}")
+                             if d.parent.name not in ("runs", "quarantine"))
+            mine, theirs = run.folder / "done", dest.root / "runs" / rid / "done"
+            if theirs.is_dir():
+                same = sorted(p.name for p in theirs.iterdir()) == sorted(run.done()) and all(
+                    (theirs / n).read_bytes() == (mine / n).read_bytes() for n in run.done())
+                if not same:
+                    raise StoreError(f"{dest.root} holds another version of run {rid}: ship "
+                                     f"into a new folder, or remove that run from it by hand")
+                rows.append({"run": rid, "shipped": "already there", "folders": folders,
+                             "omitted": sorted(left & set(folders)), "bytes": 0})
+                continue
+            copied = 0
+            parts = [run.folder / n for n in ("run.json", "pairs.parquet")] + sorted(
+                mine.iterdir())
+            parts += [f for name in folders if name not in left
+                      for f in sorted((self.root / name / f"run={rid}").rglob("*"))
+                      if f.is_file() and not f.name.startswith(".")]
+            for f in parts:
+                target = dest.root / f.relative_to(self.root)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(f, target)
+                copied += f.stat().st_size
+            shipped[rid] = sorted(left & set(folders))
+            _write_json(dest.root / SHIPPED, {"omitted": shipped})
+            rows.append({"run": rid, "shipped": "copied", "folders": folders,
+                         "omitted": shipped[rid], "bytes": copied})
+        return pd.DataFrame(rows, columns=["run", "shipped", "folders", "omitted", "bytes"])
 
     # --- verifying and repairing -----------------------------------------------------------
     def is_store(self) -> bool:
@@ -563,6 +664,7 @@ class Store:
         if misnamed:
             add("", f"runs/{rid}/run.json", misnamed, "")
             return out
+        omitted = self.omitted(rid)
         pairs = self.pairs_problem(run)
         if pairs:
             add("", f"runs/{rid}/pairs.parquet", f"{pairs}; rerun the run (the same command or "
@@ -596,6 +698,8 @@ class Store:
                 continue
             for rel, frec in files.items():
                 recorded.add(rel)
+                if rel.split("/", 1)[0] in omitted and not (self.root / rel).exists():
+                    continue  # shipped without it (shipped.json)
                 problem = self._check_file(self.root / rel, frec)
                 if problem:
                     add(name, rel, problem, "recompute")

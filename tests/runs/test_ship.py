@@ -1,0 +1,88 @@
+"""Shipping a store (Store.ship, `xcomps-study ship`): complete runs copied without the folders
+no page reads, what was left out recorded, and every other file still verified."""
+
+import json
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from xcomps_utils.runs import cli, execute, store as S
+
+
+def _rows(k, value):
+    return pd.DataFrame([{c: "" for c in S.MEASURE_COLUMNS}] * k).assign(layer=-1, value=value)
+
+
+def _store(root, n_shards=3, model="m"):
+    """A complete run with measures, a token detail and states, written as a run writes them."""
+    import numpy as np
+
+    st = S.Store(root)
+    pairs = pd.DataFrame({"dataset": ["x"] * n_shards, "pair_id": list(map(str, range(n_shards))),
+                          "good": ["a"] * n_shards, "bad": ["b"] * n_shards})
+    run = st.open_run({"method": "direct", "model": model}, pairs, 1, {})
+    for i in range(n_shards):
+        run.write_shard(i, _rows(2, float(i)), {"direct_tokens": pd.DataFrame({"x": [i] * 5}),
+                                                "states": np.full((1, 2, 3), float(i),
+                                                                  dtype=np.float32)})
+    run.finish()
+    return st, run.id
+
+
+def test_a_shipped_run_verifies_reads_its_measures_and_says_what_it_lacks(tmp_path):
+    src, rid = _store(tmp_path / "src")
+    table = src.ship(tmp_path / "dest", omit=("states", "direct_tokens"))
+    assert list(table.shipped) == ["copied"] and table.omitted.item() == ["direct_tokens", "states"]
+    dest = S.Store(tmp_path / "dest")
+    assert not (tmp_path / "dest" / "states").exists()
+    assert not (tmp_path / "dest" / "direct_tokens").exists()
+    assert execute.verify(dest) == []
+    pd.testing.assert_frame_equal(dest.measures([rid]), src.measures([rid]))
+    assert json.loads((tmp_path / "dest" / "shipped.json").read_text()) == {
+        "omitted": {rid: ["direct_tokens", "states"]}}
+    with pytest.raises(S.StoreError, match=r"direct_tokens were not shipped with this store"):
+        dest.detail(rid, "direct_tokens")
+    with pytest.raises(S.StoreError, match=r"states were not shipped"):
+        dest.arrays(rid, "states")
+    # again: nothing copied, nothing overwritten
+    again = src.ship(tmp_path / "dest", omit=("states", "direct_tokens"))
+    assert list(again.shipped) == ["already there"] and again.bytes.sum() == 0
+
+
+def test_leaving_folders_out_hides_no_damage(tmp_path):
+    src, rid = _store(tmp_path / "src")
+    src.ship(tmp_path / "dest")  # states left out by default, tokens shipped
+    dest = tmp_path / "dest"
+    assert len(S.Store(dest).detail(rid, "direct_tokens")) == 15
+    (dest / "direct_tokens" / f"run={rid}" / "shard-00001.parquet").unlink()
+    m = dest / "measures" / f"run={rid}" / "shard-00002.parquet"
+    m.write_bytes(m.read_bytes()[:-10])
+    found = {(p["file"].split("/")[0], p["problem"].split(" ")[0])
+             for p in execute.verify(S.Store(dest))}
+    assert found == {("direct_tokens", "missing"), ("measures", "truncated")}
+
+
+def test_a_store_holding_another_version_of_a_run_is_not_overwritten(tmp_path):
+    src, rid = _store(tmp_path / "src")
+    src.ship(tmp_path / "dest")
+    marker = tmp_path / "dest" / "runs" / rid / "done" / "shard-00000"
+    marker.write_text(marker.read_text().replace('"seconds"', '"Seconds"'))
+    with pytest.raises(S.StoreError, match="holds another version of run"):
+        src.ship(tmp_path / "dest")
+    with pytest.raises(S.StoreError, match="measures are what a shipped run is"):
+        src.ship(tmp_path / "other", omit=("measures",))
+
+
+def test_ship_command_leaves_out_per_run_and_the_copy_verifies(tmp_path):
+    src, rid = _store(tmp_path / "src")
+    _, other = _store(tmp_path / "src", model="n")
+    out = CliRunner().invoke(cli.main, ["ship", str(tmp_path / "dest"), "--store",
+                                        str(tmp_path / "src"), "--omit", "states",
+                                        "--omit", f"direct_tokens:{rid}"])
+    assert out.exit_code == 0, out.output
+    assert f"{rid}: copied, without direct_tokens, states" in out.output
+    assert f"{other}: copied, without states" in out.output
+    assert "2 run(s)" in out.output
+    ok = CliRunner().invoke(cli.main, ["verify", "--store", str(tmp_path / "dest")])
+    assert ok.exit_code == 0 and "every shard as recorded" in ok.output
