@@ -100,7 +100,7 @@ JOBS ?= 1
 ONE_CORE := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 XCOMPS_PROBE_JOBS=1
 N_CHAPTERS := $(words $(CHAPTERS))
 
-.PHONY: book render check test audit smoke smoke-chapters install install-dev notebooks clean publish grade colab-notebooks
+.PHONY: book render check test audit smoke smoke-chapters install install-dev notebooks clean publish ship grade colab-notebooks
 .DELETE_ON_ERROR:
 
 install: $(STAMP) $(MATHJAX)
@@ -154,6 +154,8 @@ chapter_args = $(if $(filter smoke,$(SIZE)),$(SMOKE_$*),$(if $(filter publish,$(
 # (claims.claims_markdown reads XCOMPS_VERDICTS and XCOMPS_CHAPTER; the file is made afresh each
 # time the chapter is executed); the findings page reads them, after every other chapter.
 VERDICTS = $(abspath $(EXECUTED))/verdicts
+# What each chapter read from the results store (xcomps_utils.paths.reads_dir), for make ship.
+READS = $(abspath $(EXECUTED))/reads
 $(EXECUTED)/findings.ipynb: $(patsubst %,$(EXECUTED)/%.ipynb,$(filter-out findings,$(CHAPTERS)))
 # The agreement page reads the Direct run the token-level page computes (it would compute it itself,
 # at the same time, if both ran at once: the shard lock makes one wait, but the order is clearer).
@@ -164,8 +166,8 @@ $(EXECUTED)/%.ipynb: notebooks/%.md
 	start=$$(cat build/notebooks-$(SIZE)/.started 2>/dev/null || echo $$t0); \
 	echo "[$(SIZE)] chapter $$i/$(N_CHAPTERS) $* started $$(date +%T): $(DESC_$*); parameters: $(or $(strip $(chapter_args)),the chapter's defaults)"; \
 	$(VENV)/bin/jupytext --quiet --to ipynb -o build/notebooks-$(SIZE)/$*.ipynb $< && \
-	rm -f $(VERDICTS)/$*.csv && \
-	$(PAPERMILL_ENV) XCOMPS_VERDICTS=$(VERDICTS) XCOMPS_CHAPTER=$* $(VENV)/bin/papermill --cwd . -k $(KERNEL) --execution-timeout $(CELL_TIMEOUT) \
+	rm -f $(VERDICTS)/$*.csv $(READS)/$*.jsonl && \
+	$(PAPERMILL_ENV) XCOMPS_VERDICTS=$(VERDICTS) XCOMPS_READS=$(READS) XCOMPS_CHAPTER=$* $(VENV)/bin/papermill --cwd . -k $(KERNEL) --execution-timeout $(CELL_TIMEOUT) \
 	  --log-output --log-level WARNING --no-progress-bar $(chapter_args) \
 	  build/notebooks-$(SIZE)/$*.ipynb $@; rc=$$?; t1=$$(date +%s); \
 	echo "[$(SIZE)] chapter $$i/$(N_CHAPTERS) $* $$([ $$rc = 0 ] && echo done || echo FAILED) in $$((t1 - t0)) s (elapsed $$((t1 - start)) s)"; \
@@ -240,6 +242,13 @@ audit: install
 publish: install
 	$(MAKE) --no-print-directory notebooks SIZE=publish
 	$(MAKE) --no-print-directory render
+
+# The store the repository ships (issue 31), after make publish: the runs its chapters read, as
+# they logged them in $(EXECUTED)/reads, each without its hidden states and the folders no
+# chapter read (xcomps-study ship; a run SHIP_STORE already holds is kept as it is).
+SHIP_STORE ?= store
+ship: install
+	$(VENV)/bin/xcomps-study ship $(SHIP_STORE) --store $(STORE) --reads $(EXECUTED)/reads
 
 # Graded assignments (assignments/README.md): otter assign splits each master notebook into the
 # student notebook and the autograder; otter run grades the reference solution (must score full

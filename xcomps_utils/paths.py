@@ -71,6 +71,14 @@ def verdicts_dir() -> Path | None:
     return Path(env) if env else None
 
 
+def reads_dir() -> Path | None:
+    """``$XCOMPS_READS``: where a chapter's reads of the results store are logged, one JSON
+    line per run and folder read, in ``<chapter>.jsonl`` (the Makefile's chapter rule sets it;
+    ``xcomps-study ship --reads`` ships what the book read), or None."""
+    env = os.environ.get("XCOMPS_READS")
+    return Path(env) if env else None
+
+
 def probe_jobs() -> int:
     """Worker processes for a Neuro run's probes: ``$XCOMPS_PROBE_JOBS``, else every core.
 

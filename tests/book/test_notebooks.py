@@ -146,6 +146,13 @@ def test_xcomps_token_level_chapter():
     mine = runs[runs.model.isin(models)]
     assert sorted(mine.control) == [False] * len(models) + [True] * len(models)
     assert (mine[mine.control].chapter == "xcomps_token_level").all()
+    # what the page read from the store, logged for `make ship`: both runs' measures and token
+    # tables (each is decomposed)
+    log = [json.loads(x) for x in (EXECUTED / "reads" / "xcomps_token_level.jsonl")
+           .read_text().splitlines()]
+    read = {(r["run"], r["folder"]) for r in log}
+    assert {(r, "measures") for r in mine.run} <= read
+    assert {r for r, f in read if f == "direct_tokens"} == set(mine.run)
 
 
 def test_reproducibility_chapter(data_dir):

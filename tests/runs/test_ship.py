@@ -86,3 +86,25 @@ def test_ship_command_leaves_out_per_run_and_the_copy_verifies(tmp_path):
     assert "2 run(s)" in out.output
     ok = CliRunner().invoke(cli.main, ["verify", "--store", str(tmp_path / "dest")])
     assert ok.exit_code == 0 and "every shard as recorded" in ok.output
+
+
+def test_ship_reads_ships_what_the_chapters_read_and_nothing_else(tmp_path, monkeypatch):
+    """Reads logged as a chapter makes them (XCOMPS_READS, XCOMPS_CHAPTER): the run a page read
+    is shipped with the detail it read; the run no page read, and the folders none read, stay."""
+    src, read_run = _store(tmp_path / "src")
+    _, unread_run = _store(tmp_path / "src", model="n")
+    monkeypatch.setenv("XCOMPS_READS", str(tmp_path / "reads"))
+    monkeypatch.setenv("XCOMPS_CHAPTER", "a_page")
+    S.Store(tmp_path / "src").measures([read_run])
+    S.Store(tmp_path / "src").detail(read_run, "direct_tokens")
+    monkeypatch.delenv("XCOMPS_READS")
+    assert S.reads(tmp_path / "reads") == {read_run: {"measures", "direct_tokens"}}
+    out = CliRunner().invoke(cli.main, ["ship", str(tmp_path / "dest"), "--store",
+                                        str(tmp_path / "src"), "--reads", str(tmp_path / "reads")])
+    assert out.exit_code == 0, out.output
+    dest = S.Store(tmp_path / "dest")
+    assert dest.ids() == [read_run] and unread_run not in out.output
+    assert dest.omitted(read_run) == {"states"} and len(dest.detail(read_run, "direct_tokens"))
+    (tmp_path / "reads" / "bad.jsonl").write_text('{"run": "x"}\n')
+    with pytest.raises(S.StoreError, match=r"bad.jsonl, line 1: not a read record"):
+        S.reads(tmp_path / "reads")

@@ -356,7 +356,10 @@ def verify_cmd(store, repair, device, quiet):
               show_default=True,
               help="a folder to leave out (states, direct_tokens, ppl_tokens, ...), of every run "
                    "or of the runs named after the colon; repeat it")
-def ship_cmd(dest, store, runs, omit):
+@click.option("--reads", type=click.Path(file_okay=False), default=None,
+              help="ship what the chapters read, as they logged it (the Makefile's "
+                   "$(EXECUTED)/reads): those runs, each without the folders no chapter read")
+def ship_cmd(dest, store, runs, omit, reads):
     """Copy complete runs of a store into DEST, the store a repository ships, leaving out
     folders no page reads (hidden states by default); DEST/shipped.json records what each run
     was shipped without, so `xcomps-study verify --store DEST` accepts their absence and a page
@@ -371,8 +374,25 @@ def ship_cmd(dest, store, runs, omit):
             per_run.setdefault(rid, set()).add(folder)
         if not which:
             every.add(folder)
+    read = {}
+    if reads is not None:
+        from .store import reads as read_log
+
+        read = read_log(reads)
+        if not read:
+            raise click.ClickException(f"{reads}: no chapter logged a read there; execute the "
+                                       f"chapters with make first")
+        ids = [r for r in (ids or read) if r in read]
     chosen = ids if ids is not None else [r for r in st.ids() if st.run(r).complete]
-    table = st.ship(dest, chosen, {rid: every | per_run.get(rid, set()) for rid in chosen})
+
+    def left_out(rid):
+        unread = set()
+        if rid in read:
+            unread = {d.parent.name for d in st.root.glob(f"*/run={rid}")} - read[rid] - {
+                "runs", "quarantine", "measures"}
+        return every | per_run.get(rid, set()) | unread
+
+    table = st.ship(dest, chosen, {rid: left_out(rid) for rid in chosen})
     for r in table.itertuples():
         left = f", without {', '.join(r.omitted)}" if r.omitted else ""
         click.echo(f"{r.run}: {r.shipped}{left} ({r.bytes / 2**20:.1f} MiB)")

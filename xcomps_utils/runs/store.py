@@ -56,10 +56,11 @@ import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
 
 from ..errors import XcompsError
-from .. import __version__
+from .. import __version__, paths
 from ..pairs.data import file_sha256
 
-__all__ = ["MEASURE_SCHEMA", "MEASURE_COLUMNS", "Store", "Run", "StoreError", "run_id"]
+__all__ = ["MEASURE_SCHEMA", "MEASURE_COLUMNS", "Store", "Run", "StoreError", "run_id", "reads",
+           "SHIPPED"]
 
 #: One schema for every method's results: the item's identifiers, the method, the measure and its
 #: value (float64; booleans as 0.0/1.0). ``wording``/``order`` are empty and ``layer`` is -1 where
@@ -118,6 +119,35 @@ def _atomic_write(path: Path, write) -> dict:
         raise StoreError(f"results store: cannot write {path} ({err.strerror or err}); free "
                          f"space, or pass a writable folder with --store (store=)") from None
     return info
+
+
+def _log_read(rid: str, folder: str) -> None:
+    """One line ``{"run", "folder"}`` in ``$XCOMPS_READS/<chapter>.jsonl`` when a chapter reads
+    a run's folder (:func:`xcomps_utils.paths.reads_dir`; nothing when it is unset)."""
+    folder_path, chapter = paths.reads_dir(), paths.chapter()
+    if folder_path is None or chapter is None:
+        return
+    folder_path.mkdir(parents=True, exist_ok=True)
+    with open(folder_path / f"{chapter}.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps({"run": rid, "folder": folder}) + "\n")
+
+
+def reads(folder: str | os.PathLike) -> dict:
+    """What chapters read (:func:`_log_read`'s files in ``folder``): ``{run: {folders}}``.
+
+    Raises:
+        StoreError: a line that is not a read record (names the file and line).
+    """
+    out = {}
+    for path in sorted(Path(folder).glob("*.jsonl")):
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            try:
+                rec = json.loads(line)
+                out.setdefault(rec["run"], set()).add(rec["folder"])
+            except (ValueError, KeyError, TypeError):
+                raise StoreError(f"{path}, line {i}: not a read record ({line[:60]!r}); the "
+                                 f"files there are written by the chapters") from None
+    return out
 
 
 def _write_json(path: Path, obj) -> None:
@@ -474,6 +504,7 @@ class Store:
                                            "parameters", "version", "created"])
 
     def _parts(self, folder: str, rid: str, suffix: str) -> list[Path]:
+        _log_read(rid, folder)
         if folder in self.omitted(rid):
             raise StoreError(f"run {rid}: its {folder} were not shipped with this store "
                              f"({self.root / SHIPPED}); compute them into a store of your own: "
