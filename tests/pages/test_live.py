@@ -59,11 +59,14 @@ def test_accuracy_figure_carries_every_cell_and_loads_nothing():
     assert {d for s in sources for d in s["ties"]} == {2}  # ties and near ties shown on hover
 
 
-def test_bokeh_js_is_written_once_per_page():
+def test_bokeh_js_is_written_once_per_page_in_the_book_and_always_elsewhere(monkeypatch):
+    monkeypatch.setenv("XCOMPS_CHAPTER", "a_page")  # the book's build executes a chapter
     live.bokeh_js(again=True)  # this process has now written it
     second = live.accuracy_html(_cells(), "m")
     assert len(second) < 100_000 and "Bokeh" in second  # the figure only
     assert len(live.accuracy_html(_cells(), "m", standalone=True)) > 500_000
+    monkeypatch.delenv("XCOMPS_CHAPTER")  # Colab, VS Code, a re-run cell: each output alone
+    assert len(live.accuracy_html(_cells(), "m")) > 500_000
 
 
 def test_claims_figure_colours_each_verdict_and_hovers_its_family():

@@ -108,3 +108,46 @@ def test_ship_reads_ships_what_the_chapters_read_and_nothing_else(tmp_path, monk
     (tmp_path / "reads" / "bad.jsonl").write_text('{"run": "x"}\n')
     with pytest.raises(S.StoreError, match=r"bad.jsonl, line 1: not a read record"):
         S.reads(tmp_path / "reads")
+
+
+def test_an_interrupted_ship_is_finished_and_a_reshipped_store_keeps_what_it_lacked(tmp_path):
+    src, rid = _store(tmp_path / "src")
+    src.ship(tmp_path / "dest", omit=("states",))
+    markers = sorted((tmp_path / "dest" / "runs" / rid / "done").iterdir())
+    markers[-1].unlink()  # stopped while its done markers were copied (they come last)
+    again = src.ship(tmp_path / "dest")
+    assert list(again.shipped) == ["completed"] and execute.verify(S.Store(tmp_path / "dest")) == []
+    # shipping the shipped store on: the states it lacks stay declared, so it still verifies
+    table = S.Store(tmp_path / "dest").ship(tmp_path / "third", omit=())
+    assert table.omitted.item() == ["states"]
+    assert execute.verify(S.Store(tmp_path / "third")) == []
+
+
+def test_the_audit_still_fails_a_damaged_run_shipped_without_states(tmp_path):
+    from xcomps_utils.runs import audit as A
+
+    src, rid = _store(tmp_path / "src")
+    src.ship(tmp_path / "dest")
+    assert A._check(S.Store(tmp_path / "dest")) == {rid}  # the states declared left out
+    m = tmp_path / "dest" / "measures" / f"run={rid}" / "shard-00000.parquet"
+    m.write_bytes(m.read_bytes()[:-8])
+    with pytest.raises(A.AuditError, match=rf"run {rid}: shard shard-00000: .*truncated"):
+        A._check(S.Store(tmp_path / "dest"))
+
+
+def test_reads_of_another_store_and_unknown_folders_are_refused(tmp_path, monkeypatch):
+    src, rid = _store(tmp_path / "src")
+    other, other_rid = _store(tmp_path / "elsewhere", model="n")
+    monkeypatch.setenv("XCOMPS_READS", str(tmp_path / "reads"))
+    monkeypatch.setenv("XCOMPS_CHAPTER", "a_page")
+    src.measures([rid])
+    other.measures([other_rid])  # e.g. an exercise's temporary store
+    monkeypatch.delenv("XCOMPS_READS")
+    assert S.reads(tmp_path / "reads", tmp_path / "src") == {rid: {"measures"}}
+    assert set(S.reads(tmp_path / "reads")) == {rid, other_rid}
+    out = CliRunner().invoke(cli.main, ["ship", str(tmp_path / "dest"), "--store",
+                                        str(tmp_path / "src"), "--reads", str(tmp_path / "reads")])
+    assert out.exit_code == 0 and S.Store(tmp_path / "dest").ids() == [rid], out.output
+    bad = CliRunner().invoke(cli.main, ["ship", str(tmp_path / "d2"), "--store",
+                                        str(tmp_path / "src"), "--omit", "state"])
+    assert bad.exit_code == 1 and "--omit state: no run shipped has such a folder" in bad.output

@@ -22,13 +22,17 @@ _WRITTEN = False
 
 
 def bokeh_js(again: bool = False) -> str:
-    """Bokeh's JavaScript and CSS, inline (the ``bokeh`` bundle, about 1 MB), the first time a
-    process asks (a book page is one kernel), else ``""``; ``again=True`` writes it anyway (a
-    figure shown on its own, e.g. written to a file)."""
+    """Bokeh's JavaScript and CSS, inline (the ``bokeh`` bundle, about 1 MB). When the book's
+    build executes a chapter (:func:`xcomps_utils.paths.chapter` is set), only the first time the
+    process asks, since the page is one document, else ``""``; anywhere else every time, since
+    Colab, VS Code and a re-run cell show each output on its own. ``again=True`` writes it
+    anyway (a figure written to a file)."""
     global _WRITTEN
     from bokeh.resources import Resources
 
-    if _WRITTEN and not again:
+    from .. import paths
+
+    if _WRITTEN and not again and paths.chapter() is not None:
         return ""
     _WRITTEN = True
     inline = Resources(mode="inline", components=["bokeh"])
@@ -110,8 +114,9 @@ def accuracy_html(cells: pd.DataFrame, model: str, rows: str = "lang",
             "accuracy": sub["accuracy"].astype(float).tolist(),
             "low": sub["ci_low"].astype(float).tolist(),
             "high": sub["ci_high"].astype(float).tolist(),
-            "decided": sub["decided"].astype(int).tolist(), "n": sub["n"].astype(int).tolist(),
-            "ties": (sub["ties"] + sub["near_ties"]).astype(int).tolist()
+            "decided": sub["decided"].fillna(0).astype(int).tolist(),
+            "n": sub["n"].fillna(0).astype(int).tolist(),
+            "ties": (sub["ties"] + sub["near_ties"]).fillna(0).astype(int).tolist()
             if {"ties", "near_ties"} <= set(sub) else [0] * len(sub)})
         y = dodge("row", -0.4 + step * (k + 0.5), range=p.y_range)
         color = _PALETTE[k % len(_PALETTE)]
@@ -231,7 +236,7 @@ def claims_html(table: pd.DataFrame, model: str, title: str = "Claims tested", w
             "verdict": sub["verdict"].tolist(), "effect": sub["effect"].astype(float).tolist(),
             "low": sub["ci_low"].astype(float).tolist(),
             "high": sub["ci_high"].astype(float).tolist(),
-            "null": sub["null"].astype(float).tolist(), "n": sub["n_items"].astype(int).tolist(),
+            "null": sub["null"].astype(float).tolist(), "n": sub["n_items"].fillna(0).astype(int).tolist(),
             "unit": sub["unit"].tolist(), "family": sub["family"].fillna("").tolist(),
             "p_adj": sub["p_adjusted"].astype(float).tolist(), "measure": sub["measure"].tolist()})
         shown.append(p.hbar(y="label", left="low", right="high", height=0.18, source=src,

@@ -150,10 +150,11 @@ def _check(store: Store, runs: list[str] | None = None) -> set[str]:
         AuditError: any other problem (the first named, with the run, shard and file).
     """
     problems = execute.verify(store, runs)
-    # declared by Store.ship (shipped.json), or every state file of the run absent
-    unshipped = _unshipped_states(store, problems) | {
-        rid for rid in (runs or store.ids()) if "states" in store.omitted(rid)}
-    left = [p for p in problems if p["run"] not in unshipped]
+    # every state file of the run absent (and nothing else wrong with it), or declared by
+    # Store.ship in shipped.json (verify accepts those absences and reports every other problem)
+    inferred = _unshipped_states(store, problems)
+    unshipped = inferred | {rid for rid in (runs or store.ids()) if "states" in store.omitted(rid)}
+    left = [p for p in problems if p["run"] not in inferred]
     if left:
         p = left[0]
         where = f"shard {p['shard']}: " if p["shard"] else ""

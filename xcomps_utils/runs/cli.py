@@ -352,10 +352,10 @@ def verify_cmd(store, repair, device, quiet):
 @click.option("--store", default="results", show_default=True, help="results store to ship from")
 @click.option("--run", "runs", multiple=True, metavar="ID[,ID]",
               help="runs to ship (default: every complete run)")
-@click.option("--omit", multiple=True, metavar="FOLDER[:ID,...]", default=("states",),
-              show_default=True,
-              help="a folder to leave out (states, direct_tokens, ppl_tokens, ...), of every run "
-                   "or of the runs named after the colon; repeat it")
+@click.option("--omit", multiple=True, metavar="FOLDER[:ID,...]",
+              help="a folder to leave out besides the hidden states (never shipped): "
+                   "direct_tokens, ppl_tokens, ..., of every run or of the runs named after the "
+                   "colon; repeat it")
 @click.option("--reads", type=click.Path(file_okay=False), default=None,
               help="ship what the chapters read, as they logged it (the Makefile's "
                    "$(EXECUTED)/reads): those runs, each without the folders no chapter read")
@@ -367,7 +367,7 @@ def ship_cmd(dest, store, runs, omit, reads):
     overwritten."""
     st = _store(store)
     ids = _split(runs) or None
-    every, per_run = set(), {}
+    every, per_run = {"states"}, {}
     for o in omit:
         folder, _, which = o.partition(":")
         for rid in _split([which]) if which else []:
@@ -378,12 +378,17 @@ def ship_cmd(dest, store, runs, omit, reads):
     if reads is not None:
         from .store import reads as read_log
 
-        read = read_log(reads)
+        read = read_log(reads, st.root)
         if not read:
-            raise click.ClickException(f"{reads}: no chapter logged a read there; execute the "
-                                       f"chapters with make first")
+            raise click.ClickException(f"{reads}: no chapter logged a read of {store} there; "
+                                       f"execute the chapters with make first")
         ids = [r for r in (ids or read) if r in read]
     chosen = ids if ids is not None else [r for r in st.ids() if st.run(r).complete]
+    present = {d.parent.name for rid in chosen for d in st.root.glob(f"*/run={rid}")}
+    unknown = sorted((every | {f for v in per_run.values() for f in v}) - present - {"states"})
+    if unknown:
+        raise click.ClickException(f"--omit {', '.join(unknown)}: no run shipped has such a "
+                                   f"folder (they have: {', '.join(sorted(present - {'runs'}))})")
 
     def left_out(rid):
         unread = set()

@@ -121,19 +121,41 @@ def _atomic_write(path: Path, write) -> dict:
     return info
 
 
-def _log_read(rid: str, folder: str) -> None:
-    """One line ``{"run", "folder"}`` in ``$XCOMPS_READS/<chapter>.jsonl`` when a chapter reads
-    a run's folder (:func:`xcomps_utils.paths.reads_dir`; nothing when it is unset)."""
+def _log_read(root: Path, rid: str, folder: str) -> None:
+    """One line ``{"store", "run", "folder"}`` in ``$XCOMPS_READS/<chapter>.jsonl`` when a
+    chapter reads a run's folder (:func:`xcomps_utils.paths.reads_dir`; nothing when it is
+    unset)."""
     folder_path, chapter = paths.reads_dir(), paths.chapter()
     if folder_path is None or chapter is None:
         return
     folder_path.mkdir(parents=True, exist_ok=True)
     with open(folder_path / f"{chapter}.jsonl", "a", encoding="utf-8") as f:
-        f.write(json.dumps({"run": rid, "folder": folder}) + "\n")
+        f.write(json.dumps({"store": str(root.resolve()), "run": rid, "folder": folder})
+                + "\n")
 
 
-def reads(folder: str | os.PathLike) -> dict:
-    """What chapters read (:func:`_log_read`'s files in ``folder``): ``{run: {folders}}``.
+def _read_shipped(root: Path) -> dict:
+    """``{run: [folders left out]}`` of ``root/shipped.json`` (empty when absent).
+
+    Raises:
+        StoreError: the file is unreadable or not of that shape.
+    """
+    path = Path(root) / SHIPPED
+    if not path.is_file():
+        return {}
+    try:
+        omitted = json.loads(path.read_text(encoding="utf-8"))["omitted"]
+        if not isinstance(omitted, dict):
+            raise TypeError(f"'omitted' is a {type(omitted).__name__}, not a mapping")
+    except (ValueError, KeyError, TypeError) as err:
+        raise StoreError(f"{path}: unreadable ({err}); it lists, per run, the folders the run "
+                         f"was shipped without") from None
+    return omitted
+
+
+def reads(folder: str | os.PathLike, store: str | os.PathLike | None = None) -> dict:
+    """What chapters read (:func:`_log_read`'s files in ``folder``): ``{run: {folders}}``, of
+    the store ``store`` only when given (a chapter may also read a store of its own).
 
     Raises:
         StoreError: a line that is not a read record (names the file and line).
@@ -143,7 +165,8 @@ def reads(folder: str | os.PathLike) -> dict:
         for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             try:
                 rec = json.loads(line)
-                out.setdefault(rec["run"], set()).add(rec["folder"])
+                if store is None or rec["store"] == str(Path(store).resolve()):
+                    out.setdefault(rec["run"], set()).add(rec["folder"])
             except (ValueError, KeyError, TypeError):
                 raise StoreError(f"{path}, line {i}: not a read record ({line[:60]!r}); the "
                                  f"files there are written by the chapters") from None
@@ -504,7 +527,7 @@ class Store:
                                            "parameters", "version", "created"])
 
     def _parts(self, folder: str, rid: str, suffix: str) -> list[Path]:
-        _log_read(rid, folder)
+        _log_read(self.root, rid, folder)
         if folder in self.omitted(rid):
             raise StoreError(f"run {rid}: its {folder} were not shipped with this store "
                              f"({self.root / SHIPPED}); compute them into a store of your own: "
@@ -521,15 +544,7 @@ class Store:
         Raises:
             StoreError: ``shipped.json`` is unreadable.
         """
-        path = self.root / SHIPPED
-        if not path.is_file():
-            return set()
-        try:
-            omitted = json.loads(path.read_text(encoding="utf-8"))["omitted"]
-        except (ValueError, KeyError, TypeError) as err:
-            raise StoreError(f"{path}: unreadable ({err}); it lists the folders each shipped "
-                             f"run was shipped without") from None
-        return set(omitted.get(rid, []))
+        return set(_read_shipped(self.root).get(rid, []))
 
     def ship(self, dest: str | os.PathLike, runs: list[str] | None = None,
              omit=("states",)) -> pd.DataFrame:
@@ -560,9 +575,7 @@ class Store:
         if dest.root.resolve() == self.root.resolve():
             raise StoreError(f"ship into another folder than the store itself ({self.root})")
         runs = [r for r in self.ids() if self.run(r).complete] if runs is None else list(runs)
-        shipped = {}
-        if (dest.root / SHIPPED).is_file():
-            shipped = json.loads((dest.root / SHIPPED).read_text(encoding="utf-8"))["omitted"]
+        shipped = _read_shipped(dest.root)
         rows = []
         for rid in runs:
             run = self.run(rid)
@@ -574,34 +587,42 @@ class Store:
             if "measures" in left:
                 raise StoreError(f"run {rid}: its measures are what a shipped run is; "
                                  f"leave out details or states only")
-            left |= self.omitted(rid)
             folders = sorted(d.parent.name for d in self.root.glob(f"*/run={rid}")
                              if d.parent.name not in ("runs", "quarantine"))
+            # what this store was itself shipped without stays left out
+            out = sorted((left & set(folders)) | self.omitted(rid))
             mine, theirs = run.folder / "done", dest.root / "runs" / rid / "done"
             if theirs.is_dir():
-                same = sorted(p.name for p in theirs.iterdir()) == sorted(run.done()) and all(
-                    (theirs / n).read_bytes() == (mine / n).read_bytes() for n in run.done())
-                if not same:
+                have = {p.name for p in theirs.iterdir()}
+                if rid not in shipped or not have <= run.done() or any(
+                        (theirs / n).read_bytes() != (mine / n).read_bytes() for n in have):
                     raise StoreError(f"{dest.root} holds another version of run {rid}: ship "
                                      f"into a new folder, or remove that run from it by hand")
-                rows.append({"run": rid, "shipped": "already there", "folders": folders,
-                             "omitted": sorted(left & set(folders)), "bytes": 0})
+                for n in sorted(run.done() - have):  # a ship stopped among the markers
+                    shutil.copy2(mine / n, theirs / n)
+                dest.check(rid, complete=True)
+                rows.append({"run": rid, "shipped": "already there" if have == run.done()
+                             else "completed", "folders": folders, "omitted": shipped[rid],
+                             "bytes": 0})
                 continue
+            # the store's own order: the data, then what was left out, the done markers last,
+            # so an interrupted ship is copied again, never taken for a finished one
             copied = 0
-            parts = [run.folder / n for n in ("run.json", "pairs.parquet")] + sorted(
-                mine.iterdir())
-            parts += [f for name in folders if name not in left
-                      for f in sorted((self.root / name / f"run={rid}").rglob("*"))
-                      if f.is_file() and not f.name.startswith(".")]
-            for f in parts:
+            parts = [f for name in folders if name not in out
+                     for f in sorted((self.root / name / f"run={rid}").rglob("*"))
+                     if f.is_file() and not f.name.startswith(".")]
+            parts += [run.folder / n for n in ("run.json", "pairs.parquet")]
+            for f in parts + [None] + sorted(mine.iterdir()):
+                if f is None:
+                    shipped[rid] = out
+                    _write_json(dest.root / SHIPPED, {"omitted": shipped})
+                    continue
                 target = dest.root / f.relative_to(self.root)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(f, target)
                 copied += f.stat().st_size
-            shipped[rid] = sorted(left & set(folders))
-            _write_json(dest.root / SHIPPED, {"omitted": shipped})
             rows.append({"run": rid, "shipped": "copied", "folders": folders,
-                         "omitted": shipped[rid], "bytes": copied})
+                         "omitted": out, "bytes": copied})
         return pd.DataFrame(rows, columns=["run", "shipped", "folders", "omitted", "bytes"])
 
     # --- verifying and repairing -----------------------------------------------------------
