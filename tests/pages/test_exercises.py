@@ -70,6 +70,10 @@ def test_reprobe_reproduces_the_stored_probe_and_leaks_with_sentence_folds(lm, t
     assert len(leaky.curve) == n_layers and leaky.leaked_items > 0
     assert not (leaky.curve.balanced_accuracy.to_numpy()
                 == fair.curve.balanced_accuracy.to_numpy()).all()
+    table, curves = exercises.compare_folds(res, pairs, "en")  # the chapter's exercise
+    assert list(table.leaked_items) == [fair.leaked_items, leaky.leaked_items]
+    assert table.best_balanced_accuracy.iloc[1] == leaky.curve.balanced_accuracy.max()
+    assert curves["leak-free folds"].equals(fair.curve)
     with pytest.raises(ValueError, match="no pair of language"):
         exercises.reprobe(res, pairs, lang="xx")
     with pytest.raises(ValueError, match="folds must be"):

@@ -16,7 +16,7 @@ from ..lm.token_scores import TokenScores
 from ..methods.probing import make_folds, probe_layers, probe_sentences
 from ..runs.execute import ShardedStates
 
-__all__ = ["reprobe", "Reprobe", "policy_flips", "first_word_split", "load_with_template"]
+__all__ = ["reprobe", "Reprobe", "compare_folds", "policy_flips", "first_word_split", "load_with_template"]
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,30 @@ def reprobe(results, pairs: pd.DataFrame, folds: str = "leak_free", lang: str | 
     X = np.asarray(states[[states.index[t] for t in sents["text"]]])
     return Reprobe(probe_layers(X, y, split), grouping, len(leaked["leaked_concepts"]),
                    len(leaked["leaked_items"]))
+
+
+def compare_folds(results, pairs: pd.DataFrame, lang: str, seed: int = 0
+                  ) -> tuple[pd.DataFrame, dict]:
+    """:func:`reprobe` of one language under the chapter's leak-free folds and under plain
+    sentence folds, side by side (the XCOMPS chapter's leaking-folds exercise).
+
+    Returns:
+        ``(table, curves)``: one row per fold scheme (``grouping``, ``leaked_items``,
+        ``leaked_concepts``, ``best_balanced_accuracy`` and its ``best_layer``,
+        ``mean_balanced_accuracy`` over layers), and ``{scheme: curve}`` for
+        :func:`xcomps_utils.pages.plots.plot_reprobe`.
+    """
+    runs = {"leak-free folds": "leak_free", "sentence folds (leaking)": "sentences"}
+    rows, curves = [], {}
+    for name, folds in runs.items():
+        t = reprobe(results, pairs, folds=folds, lang=lang, seed=seed)
+        acc = t.curve.balanced_accuracy
+        rows.append({"folds": name, "grouping": t.grouping, "leaked_items": t.leaked_items,
+                     "leaked_concepts": t.leaked_concepts,
+                     "best_balanced_accuracy": acc.max(), "best_layer": int(acc.idxmax()),
+                     "mean_balanced_accuracy": acc.mean()})
+        curves[name] = t.curve
+    return pd.DataFrame(rows).set_index("folds"), curves
 
 
 def policy_flips(wide: pd.DataFrame) -> pd.DataFrame:
