@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from xcomps_utils.analysis import claims, grammar_study
-from xcomps_utils.lm.scoring import TokenScores
+from xcomps_utils.lm.token_scores import TokenScores, token_table
 
 
 # ------------------------------------------------------------------------------ conventions
@@ -86,10 +86,9 @@ def _scores(text, pieces, logprobs):
 
 
 def _tokens(*scores):
-    return pd.concat([pd.DataFrame({"text": s.text, "position": range(len(s.tokens)),
-                                    "token_id": s.token_ids, "token": s.tokens,
-                                    "start": s.offsets[:, 0], "end": s.offsets[:, 1],
-                                    "logprob": s.logprobs}) for s in scores])
+    """The store's token table of these scores (``direct_tokens``: a ``text`` column)."""
+    table = token_table(list(scores))
+    return table.assign(text=table.text_index.map({i: s.text for i, s in enumerate(scores)}))
 
 
 def _pair(good, bad, gp, bp, source="cue"):

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from xcomps_utils.analysis import grammar_study
-from xcomps_utils.lm.scoring import TokenScores
+from xcomps_utils.lm.token_scores import TokenScores, token_table
 from xcomps_utils.pairs import data, grammar, tasks
 from xcomps_utils.pairs.data import ChecksumError, DataError
 
@@ -276,10 +276,9 @@ def _scores(text, pieces, logprobs):
 
 
 def _tokens(*scores):
-    return pd.concat([pd.DataFrame({"text": s.text, "position": range(len(s.tokens)),
-                                    "token_id": s.token_ids, "token": s.tokens,
-                                    "start": s.offsets[:, 0], "end": s.offsets[:, 1],
-                                    "logprob": s.logprobs}) for s in scores])
+    """The store's token table of these scores (``direct_tokens``: a ``text`` column)."""
+    table = token_table(list(scores))
+    return table.assign(text=table.text_index.map({i: s.text for i, s in enumerate(scores)}))
 
 
 def test_planted_pivotal_share():
