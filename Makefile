@@ -1,10 +1,13 @@
-# make book: set up .venv, execute every notebook with papermill, render the book to _build/html.
+# make book: set up .venv, execute every notebook with papermill at the publish sizes (PUBLISH_*),
+#   reading every run from the shipped results store store/ (no model is loaded when it holds them
+#   all; a changed parameter computes only the missing runs, into store/), render to _build/html.
 # make check: the lint and the fast tier of the tests (no model loaded, no chapter executed), what a
 #   developer runs after each change (under 3 minutes on 2 cores).
 # make test: set up .venv, then everything, each chapter executed once: make check, the whole book
 #   at smoke sizes (make smoke), the slow tier of the tests (it reads the smoke build's executed
 #   chapters and results store) and the graded assignments (make grade).
-# make publish: the book at the sizes that decide (PUBLISH_* below), resumable via results/.
+# make publish: recompute the shipped store: every chapter at its publish size into results/
+#   (resumable), then make ship copies the runs the chapters read into store/.
 # make grade: grade the reference and the planted wrong solution of every assignment (otter-grader).
 PYTHON ?= python3
 NPM ?= npm
@@ -21,8 +24,9 @@ CHAPTERS := $(filter-out findings,$(basename $(notdir $(NOTEBOOKS)))) findings
 CELL_TIMEOUT ?= 1800
 KERNEL := xcomps-study
 
-# Where `notebooks` writes executed chapters and what it passes to papermill: `make book` uses the
-# chapters' default parameters; `make smoke` sets SIZE=smoke, EXECUTED and STORE below.
+# Where `notebooks` writes executed chapters and what it passes to papermill: SIZE=default, the
+# chapters' own defaults (what a notebook opened by hand runs); `make book` sets SIZE=publish and
+# STORE=store, `make smoke` SIZE=smoke and its own EXECUTED and STORE.
 SIZE ?= default
 EXECUTED ?= book/executed
 STORE ?= results
@@ -56,7 +60,7 @@ SMOKE_JOBS ?= 2
 # Publish sizes (make publish): the sizes the results pages name as deciding, for the deployed
 # book. Every run goes through the results store ($(STORE), results/ by default), so an interrupted
 # `make publish` goes on from the runs and shards it holds, and a second one computes nothing new.
-PUBLISH_bmlama_languages = -p facts17 70 -p facts53 70 -p store $(STORE)
+PUBLISH_bmlama_languages = -p facts17 70 -p facts53 20 -p methods_facts 10 -p store $(STORE)
 PUBLISH_direct_scoring = -p n_pairs 1000 -p store $(STORE)
 PUBLISH_findings =
 PUBLISH_first_token = -p convention_pairs 1000 -p store $(STORE)
@@ -173,8 +177,9 @@ $(EXECUTED)/%.ipynb: notebooks/%.md
 	echo "[$(SIZE)] chapter $$i/$(N_CHAPTERS) $* $$([ $$rc = 0 ] && echo done || echo FAILED) in $$((t1 - t0)) s (elapsed $$((t1 - start)) s)"; \
 	exit $$rc
 
-book: notebooks
-	$(MAKE) render
+book: install
+	$(MAKE) --no-print-directory notebooks SIZE=publish STORE=$(SHIP_STORE)
+	$(MAKE) --no-print-directory render
 
 # Render executed notebooks (warnings are errors): BOOK_DIR's pages, written under OUT/_build.
 BOOK_DIR ?= book
@@ -224,11 +229,11 @@ test: install-dev
 	$(MAKE) --no-print-directory audit
 	$(MAKE) --no-print-directory grade
 
-# The audit of the shipped results store (AUDIT_STORE, results/, when it holds runs/): verify it,
+# The audit of the shipped results store (AUDIT_STORE, store/, when it holds runs/): verify it,
 # then recompute a seeded sample of its shards from scratch (AUDIT_SAMPLE in all, default and
 # minimum one per method and model) and compare every number, each under its named tolerance
 # (xcomps_utils/runs/audit.py); fails naming the run and shard. No runs/ there: nothing to audit.
-AUDIT_STORE ?= results
+AUDIT_STORE ?= store
 AUDIT_SAMPLE ?=
 AUDIT_SEED ?= 0
 audit: install
@@ -236,14 +241,18 @@ audit: install
 	  $(VENV)/bin/xcomps-study audit $(AUDIT_STORE) $(if $(AUDIT_SAMPLE),--sample $(AUDIT_SAMPLE)) --seed $(AUDIT_SEED); \
 	else echo "audit: no shipped results store ($(AUDIT_STORE)/runs is absent): nothing to audit"; fi
 
-# The deployed book: every chapter at its publish size (PUBLISH_* above) into book/executed, runs
-# read from and written to the results store (results/, kept between deploys by the workflow's
-# cache), then rendered. Interrupted, it goes on from what the store holds.
+# The shipped store recomputed: every chapter at its publish size (PUBLISH_* above) into
+# build/publish/executed, every run read from and written to results/ (git-ignored; interrupted,
+# it goes on from the shards it holds), then make ship. Hours on 2 CPU cores the first time.
+# A cell there runs for hours (a run of a few thousand pairs a model), past CELL_TIMEOUT.
+PUBLISH_EXECUTED := build/publish/executed
+PUBLISH_CELL_TIMEOUT ?= 36000
 publish: install
-	$(MAKE) --no-print-directory notebooks SIZE=publish
-	$(MAKE) --no-print-directory render
+	$(MAKE) --no-print-directory notebooks SIZE=publish EXECUTED=$(PUBLISH_EXECUTED) STORE=results \
+	  CELL_TIMEOUT=$(PUBLISH_CELL_TIMEOUT)
+	$(MAKE) --no-print-directory ship EXECUTED=$(PUBLISH_EXECUTED) STORE=results
 
-# The store the repository ships (issue 31), after make publish: the runs its chapters read, as
+# The store the repository ships (issue 31), made by make publish: the runs its chapters read, as
 # they logged them in $(EXECUTED)/reads, each without its hidden states and the folders no
 # chapter read (xcomps-study ship; a run SHIP_STORE already holds is kept as it is).
 SHIP_STORE ?= store

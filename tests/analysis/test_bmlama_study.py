@@ -492,6 +492,13 @@ def test_power_table_reads_the_spread_and_prints_the_sizes():
     assert q.between_sd.iloc[0] == 0 and q.planned_sd.iloc[0] == 0.05
     assert q.facts_needed.iloc[0] == B.facts_for_power(q.mean_se.iloc[0], 10, 0.05)
     assert np.isfinite(q.mde_resource_slope.iloc[0])
+    # below the deciding size the noise is larger than planned: a larger trend is needed now
+    assert q.facts_needed.iloc[0] > 10
+    assert q.mde_resource_slope_now.iloc[0] > q.mde_resource_slope.iloc[0]
+    from xcomps_utils.pages import chapters
+    cost = pd.DataFrame({"benchmark": ["b"], "model": ["m"], "minutes_at": [5.0]})
+    line = chapters.bmlama_size_summary(q.assign(benchmark="b"), cost)
+    assert f"{q.mde_resource_slope_now.iloc[0]:.3f} per tier step: a smaller one" in line
     assert p.facts_needed.iloc[0] == B.facts_for_power(p.mean_se.iloc[0], 10,
                                                         p.between_sd.iloc[0])
 

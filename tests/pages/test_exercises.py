@@ -74,6 +74,25 @@ def test_reprobe_reproduces_the_stored_probe_and_leaks_with_sentence_folds(lm, t
     assert list(table.leaked_items) == [fair.leaked_items, leaky.leaked_items]
     assert table.best_balanced_accuracy.iloc[1] == leaky.curve.balanced_accuracy.max()
     assert curves["leak-free folds"].equals(fair.curve)
+    # a shipped store has no states: the exercise recomputes the language's into a local store
+    res.store.ship(tmp_path / "shipped")
+    shipped = methods.run(lm, pairs, ["neuro"], store=tmp_path / "shipped", probe_by=[["lang"]],
+                          progress=False)
+    assert shipped.computed == {"neuro": 0}
+    with pytest.raises(Exception, match="states were not shipped"):
+        exercises.reprobe(shipped, pairs)
+    asked = []
+
+    def run(model, p, m, **kw):
+        asked.append((model, sorted(set(p.lang)), m))
+        return methods.run(lm, p, m, probe_by=[["lang"]], progress=False, **kw)
+    assert exercises.with_states(res, pairs, "en", run) is res  # it has them: nothing computed
+    local = exercises.with_states(shipped, pairs, "en", run, store=tmp_path / "local")
+    assert asked == [(res.provenance("neuro")["key"]["model"], ["en"], ["neuro"])]
+    again, _ = exercises.compare_folds(local, pairs, "en")
+    pd.testing.assert_frame_equal(again, table, atol=1e-6)
+    with pytest.raises(ValueError, match="no pair of language"):
+        exercises.with_states(shipped, pairs, "xx", run)
     with pytest.raises(ValueError, match="no pair of language"):
         exercises.reprobe(res, pairs, lang="xx")
     with pytest.raises(ValueError, match="folds must be"):

@@ -217,7 +217,7 @@ def test_table_says_which_sizes_the_page_runs_at():
                                        "smollm2-135m-instruct")}
     assert "except `model = 'meta-llama/Llama-3.1-8B-Instruct'`" in t.sentence()
     lines = t.markdown().splitlines()
-    assert lines[2] == "| parameter | value | what it does | `make publish` |"
+    assert lines[2] == "| parameter | value | what it does | publish (`make book`) |"
     row = next(x for x in lines if x.startswith("| `n_pairs` |"))
     assert row == "| `n_pairs` | `150` | pairs per task, a seeded sample (None: all) | `1000` |"
     assert len(lines) == 4 + len(params.declaration("direct_scoring").model_fields)

@@ -843,7 +843,8 @@ def power_table(tables: dict[str, pd.DataFrame], n_facts: int, sizes=(17, 53),
 
     Returns:
         one row per model x ``n``: ``between_sd``, ``observed_sd``, ``planned_sd``,
-        ``mean_se``, ``facts_now``, ``facts_needed``, ``mde_resource_slope``, ``mde_english``, ``mde_english_alone``,
+        ``mean_se``, ``facts_now``, ``facts_needed``, ``mde_resource_slope`` (at the deciding
+        size), ``mde_resource_slope_now`` (at ``n_facts``), ``mde_english``, ``mde_english_alone``,
         ``mde_correlation`` (inf: no effect is detectable).
     """
     rows = []
@@ -859,6 +860,9 @@ def power_table(tables: dict[str, pd.DataFrame], n_facts: int, sizes=(17, 53),
                          "observed_sd": sn["observed_sd"], "planned_sd": planned,
                          "mean_se": sn["mean_se"], "facts_now": n_facts, "facts_needed": need,
                          "mde_resource_slope": minimum_detectable_effect(n, sd, "slope"),
+                         # the same, with this run's noise instead of the deciding size's
+                         "mde_resource_slope_now": minimum_detectable_effect(
+                             n, math.sqrt(planned ** 2 + sn["mean_se"] ** 2), "slope"),
                          "mde_english": minimum_detectable_effect(n, sd, "rank",
                                                                   alpha=ALPHA / family_size),
                          "mde_english_alone": minimum_detectable_effect(n, sd, "rank"),

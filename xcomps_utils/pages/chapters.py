@@ -359,10 +359,15 @@ def bmlama_cost(scores: dict[str, BmlamaScores], facts_at: dict[str, int]) -> pd
     return pd.DataFrame(rows)
 
 
-def bmlama_methods(run: Runner, model: str, pairs: pd.DataFrame, methods=("meta", "neuro")
-                   ) -> pd.DataFrame:
+def bmlama_methods(run: Runner, model: str, pairs: pd.DataFrame, methods=("meta", "neuro"),
+                   facts: int | None = None, seed: int = 0) -> pd.DataFrame:
     """Meta and Neuro on BMLAMA pairs (:func:`bmlama_scores`' ``pairs``), one score a language,
     for the claims that Direct tracks them across languages.
+
+    ``facts`` keeps the first ``facts`` facts of each language in the seeded order
+    :func:`bmlama_scores` sampled them in (the same ``seed``): a subset of the same facts, since
+    whole facts are taken in one order (:func:`xcomps_utils.pairs.tasks.sample`); ``None`` keeps
+    every pair.
 
     Meta: accuracy over the decided pairs whose distractor is not also true (the gold's answer
     above the distractor's, each averaged over the two candidate orders of the question), with a
@@ -382,6 +387,14 @@ def bmlama_methods(run: Runner, model: str, pairs: pd.DataFrame, methods=("meta"
     from ..analysis.xcomps_paper import pair_table
     from ..methods import probing
 
+    if facts is not None:
+        from ..pairs import tasks
+
+        benchmark = pairs["task"].iloc[0].split(":")[0]
+        first = tasks.sample([f"{benchmark}:{lang}" for lang in pd.unique(pairs["lang"])],
+                             9 * facts, seed)
+        if len(first) < len(pairs):
+            pairs = first
     res = run(model, pairs, list(methods), probe_by=[["lang"]])
     out = pd.DataFrame(index=pd.Index(sorted(pairs["lang"].unique()), name="lang"))
     if "meta" in methods:
@@ -429,5 +442,9 @@ def bmlama_size_summary(power: pd.DataFrame, cost: pd.DataFrame) -> str:
             f"**{r.facts_needed} facts a language**, where a resource trend of "
             f"{r.mde_resource_slope:.3f} per tier step is detected with 80% power across "
             f"{r.languages} languages; at this run's rate that is about {minutes:.0f} minutes "
-            f"of compute for this model.")
+            f"of compute for this model."
+            + (f" At this run's {r.facts_now} facts the trend detected with 80% power is "
+               f"{r.mde_resource_slope_now:.3f} per tier step: a smaller one is left "
+               f"inconclusive, not ruled out." if r.facts_now < r.facts_needed
+               and "mde_resource_slope_now" in r else ""))
     return "\n".join(out)

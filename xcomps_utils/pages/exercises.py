@@ -16,7 +16,7 @@ from ..lm.token_scores import TokenScores
 from ..methods.probing import make_folds, probe_layers, probe_sentences
 from ..runs.execute import ShardedStates
 
-__all__ = ["reprobe", "Reprobe", "compare_folds", "policy_flips", "first_word_split", "load_with_template"]
+__all__ = ["reprobe", "Reprobe", "with_states", "compare_folds", "policy_flips", "first_word_split", "load_with_template"]
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,43 @@ def reprobe(results, pairs: pd.DataFrame, folds: str = "leak_free", lang: str | 
     X = np.asarray(states[[states.index[t] for t in sents["text"]]])
     return Reprobe(probe_layers(X, y, split), grouping, len(leaked["leaked_concepts"]),
                    len(leaked["leaked_items"]))
+
+
+def with_states(results, pairs: pd.DataFrame, lang: str, run, store="results"):
+    """``results`` when its store holds the Neuro run's hidden states; otherwise a Neuro run of
+    language ``lang``'s pairs alone, computed into ``store`` (a store the book did not ship).
+
+    The book's shipped store (``store/``, :meth:`xcomps_utils.runs.store.Store.ship`) leaves the
+    hidden states out: they are hundreds of megabytes and no page reads them. An exercise that
+    re-probes them (:func:`reprobe`) then recomputes one language's states with the run's model:
+    a sentence's last-token state does not depend on the other pairs of the run (batching moves
+    it by float32 rounding only), so the probe of that language is the chapter's.
+
+    Args:
+        results: the chapter's :class:`~xcomps_utils.runs.execute.Results` with ``"neuro"``.
+        pairs: the XCOMPS pairs of that run.
+        lang: the language whose states are needed.
+        run: the chapter's run call (:func:`xcomps_utils.pages.chapters.runner`).
+        store: where to compute the states when ``results`` lacks them (default ``results``,
+            the git-ignored local store; a second call reads them from there).
+
+    Returns:
+        :class:`~xcomps_utils.runs.execute.Results` whose Neuro run holds ``lang``'s states.
+
+    Raises:
+        KeyError: ``results`` holds no Neuro run.
+        ValueError: no pair of ``lang``.
+    """
+    if "neuro" not in results.runs:
+        raise KeyError(f"these results hold no Neuro run (runs: {list(results.runs)})")
+    rid = results.runs["neuro"]
+    if "states" not in results.store.omitted(rid):
+        return results
+    one = pairs[pairs["lang"] == lang]
+    if one.empty:
+        raise ValueError(f"no pair of language {lang!r}")
+    key = results.store.run(rid).record["key"]
+    return run(key["model"], one, ["neuro"], store=store)
 
 
 def compare_folds(results, pairs: pd.DataFrame, lang: str, seed: int = 0

@@ -289,9 +289,12 @@ class BmlamaLanguages(Chapter):
                                       smoke=["en", "de", "fr", "vi", "zh"])
     facts17: _at_least(2) = param(10, "facts a language on BMLAMA-17 (9 pairs a fact, the same "
                                       "facts in every language)", publish=70, smoke=2)
-    facts53: _at_least(2) = param(5, "facts a language on BMLAMA-53", publish=70, smoke=2)
+    facts53: _at_least(2) = param(5, "facts a language on BMLAMA-53", publish=20, smoke=2)
     methods_model: Text | None = param(GEMMA, "Meta and Neuro on BMLAMA-17 with this model "
                                               "(None: Direct only)", smoke=SMOL)
+    methods_facts: _at_least(2) | None = param(
+        None, "Meta and Neuro on the first this many of the BMLAMA-17 facts (None: all facts17; "
+              "Neuro's probes cost about 1 minute a fact on 2 CPU cores)", publish=10)
     reduction: Literal["mean", "sum"] = param("mean", "Direct's ranking: 'mean' per token (the "
                                                       "BMLAMA authors') or 'sum' (the project's)")
     value: Literal["pairwise_beyond", "beyond"] = param(
@@ -391,8 +394,8 @@ def declaration(chapter: str) -> type[Chapter]:
 
 
 def sizes(chapter: str, which: str = "default") -> dict[str, Any]:
-    """A chapter's declared parameter values at ``which`` size: ``"default"`` (``make book``,
-    the parameters cell), ``"publish"`` (``make publish``) or ``"smoke"`` (``make smoke``)."""
+    """A chapter's declared parameter values at ``which`` size: ``"default"`` (the parameters
+    cell), ``"publish"`` (``make book`` and ``make publish``) or ``"smoke"`` (``make smoke``)."""
     if which not in ("default", "publish", "smoke"):
         raise ValueError(f"which must be 'default', 'publish' or 'smoke', got {which!r}")
     out = {}
@@ -502,9 +505,10 @@ def check(values: dict, chapter: str) -> None:
 
 # --- the visible table ------------------------------------------------------------------------------
 
-_SIZES = {"default": "its **default sizes** (`make book`; the published book runs the last "
-                     "column, `make publish`)",
-          "publish": "its **publish sizes** (`make publish`), the sizes its verdicts are read at",
+_SIZES = {"default": "its **default sizes** (the parameters cell, as a notebook run by hand; the "
+                     "book is built at the last column, `make book`)",
+          "publish": "its **publish sizes** (`make book`, read from the shipped results store "
+                     "`store/`), the sizes its verdicts are read at",
           "smoke": "its **smoke sizes** (`make smoke`): a check that the page runs, too small "
                    "for any verdict to mean much"}
 
@@ -544,7 +548,7 @@ class ParameterTable:
 
         lines = [f"**Parameters.** {self.sentence()}"]
         if self.rows:
-            lines += ["", "| parameter | value | what it does | `make publish` |",
+            lines += ["", "| parameter | value | what it does | publish (`make book`) |",
                       "| --- | --- | --- | --- |"]
             lines += [f"| `{n}` | `{cell(repr(v))}` | {cell(what)} | `{cell(repr(p))}` |"
                       for n, v, what, p in self.rows]
