@@ -98,3 +98,10 @@ def test_deciding_sizes_say_decided_how_many_more_or_why_never(tmp_path, monkeyp
     assert weak.verdict == "inconclusive" and weak.items_needed and weak.items_needed > 40
     assert got["inconclusive:40"] == f"about {weak.items_needed:,} items (80% power at the SESOI)"
     assert got["cannot be decided:5"].startswith("not by more items of these: ")
+    # a page whose data hold fewer items than needed: no size of them decides it
+    page = rows.loc[rows.verdict == "inconclusive", "page"].iloc[0]
+    capped = claims.deciding_sizes(rows, available={page: 40})
+    line = capped.loc[capped.verdict == "inconclusive", "to decide"].iloc[0]
+    assert line.endswith("; the data hold 40: no size of the available data decides it")
+    roomy = claims.deciding_sizes(rows, available={page: 10 ** 6})
+    assert roomy.loc[roomy.verdict == "inconclusive", "to decide"].iloc[0] == got["inconclusive:40"]

@@ -1143,14 +1143,19 @@ def findings_markdown(rows: pd.DataFrame, digits: int = 2) -> str:
 
 
 
-def deciding_sizes(rows: pd.DataFrame) -> pd.DataFrame:
+def deciding_sizes(rows: pd.DataFrame, available: dict | None = None) -> pd.DataFrame:
     """What size decides each test of :func:`read_verdicts` (issue 31's publish sizes): a row
     per test with ``page``, ``claim``, ``model``, ``verdict``, ``n`` (units behind it now),
     ``unit`` and ``to decide``: "decided" for a supported, contradicted or equivalent verdict;
     for an inconclusive one, about how many units give an 80% chance of deciding an effect of
     the smallest size of interest (``items_needed``, from the interval's width,
     :func:`items_needed`), or that no SESOI is declared; for "cannot be decided", why no outcome
-    of the test can reach the level at any size of these units (its ``reason``)."""
+    of the test can reach the level at any size of these units (its ``reason``).
+
+    ``available`` maps a page to the units its data hold at most (the project's XCOMPS sample:
+    30 items): an inconclusive test that read them all and needs more says that no size of the
+    available data decides it."""
+    available = available or {}
     out = []
     for _, row in rows.iterrows():
         v = row["verdict"]
@@ -1160,6 +1165,12 @@ def deciding_sizes(rows: pd.DataFrame) -> pd.DataFrame:
             need = pd.to_numeric(row.get("items_needed"), errors="coerce")
             what = (f"about {int(need):,} {row['unit']}s (80% power at the SESOI)"
                     if np.isfinite(need) else "no smallest effect of interest declared")
+            most = available.get(row["page"])
+            # said only of a test that already read all the data hold (not a smaller sample)
+            if (most is not None and np.isfinite(need) and need > most
+                    and int(row["n_items"]) >= most):
+                what += (f"; the data hold {int(most):,}: no size of the available data "
+                         f"decides it")
         else:
             what = f"not by more {row['unit']}s of these: {row.get('reason') or 'too few units'}"
         out.append({"page": row["page"], "claim": row["claim"], "model": row["model"],
