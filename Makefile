@@ -96,7 +96,7 @@ DESC_xcomps_token_level_agreement = which XCOMPS items a model knows in every la
 # SPYDER* variable makes it fall back to its console bar, and TQDM_MININTERVAL keeps it to one
 # line every 20 s.
 PAPERMILL_ENV = SPYDER_TQDM_CONSOLE=1 TQDM_MININTERVAL=20 $(if $(filter-out 1,$(JOBS)),$(ONE_CORE))
-# JOBS chapters at once (make smoke: 2, one per core; make book and make publish: 1, since one
+# JOBS chapters at once (make smoke and make book: 2, one per core; make publish: 1, since one
 # model process takes both cores): each process then keeps to one core (torch's and MKL's threads,
 # a Neuro run's probe workers), so two never slow each other down. Chapters share the results
 # store safely (one lock per shard: a run two chapters need is computed once, the other waits).
@@ -177,8 +177,11 @@ $(EXECUTED)/%.ipynb: notebooks/%.md
 	echo "[$(SIZE)] chapter $$i/$(N_CHAPTERS) $* $$([ $$rc = 0 ] && echo done || echo FAILED) in $$((t1 - t0)) s (elapsed $$((t1 - start)) s)"; \
 	exit $$rc
 
+# Two chapters at once, each on one core: reading the store, a chapter is its bootstraps and
+# permutations, one process each (a run the store lacks is computed on that core).
+BOOK_JOBS ?= 2
 book: install
-	$(MAKE) --no-print-directory notebooks SIZE=publish STORE=$(SHIP_STORE)
+	$(MAKE) --no-print-directory notebooks SIZE=publish STORE=$(SHIP_STORE) JOBS=$(BOOK_JOBS)
 	$(MAKE) --no-print-directory render
 
 # Render executed notebooks (warnings are errors): BOOK_DIR's pages, written under OUT/_build.
