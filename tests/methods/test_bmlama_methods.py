@@ -150,3 +150,21 @@ def test_the_chapters_meta_and_neuro_table_reads_the_runs(lm, data_dir, tmp_path
     w = res.wide("meta")
     w = w[(w.order == "") & w.pair_id.isin(pairs[~pairs.distractor_true].pair_id + "")]
     assert t.meta_pairs.sum() <= len(w)
+
+
+def test_the_chapters_methods_read_the_first_facts_of_the_same_sample(data_dir):
+    """methods_facts: Meta and Neuro on the first k of the sampled facts, the very pairs (and so
+    the run key) a k-fact sample gives, a subset of the larger sample's facts."""
+    from xcomps_utils.pages import chapters
+
+    langs = ["en", "vi"]
+    big = tasks.sample([f"bmlama17:{lang}" for lang in langs], 9 * 7, 0, data_dir=data_dir)
+    seen = []
+    chapters.bmlama_methods(lambda model, p, m, **kw: seen.append(p), "x", big, methods=(),
+                            facts=3)
+    small = tasks.sample([f"bmlama17:{lang}" for lang in langs], 9 * 3, 0, data_dir=data_dir)
+    pd.testing.assert_frame_equal(seen[0], small)
+    assert set(small["item"]) < set(big["item"]) and len(small) < len(big)
+    chapters.bmlama_methods(lambda model, p, m, **kw: seen.append(p), "x", big, methods=(),
+                            facts=None)   # every pair
+    assert seen[1] is big

@@ -304,6 +304,14 @@ class BmlamaScores:
     control_results: dict = field(default_factory=dict)
 
 
+def _facts(benchmark: str, languages, facts: int, seed: int) -> pd.DataFrame:
+    """``facts`` whole facts a language of task family ``benchmark`` (``bmlama17``,
+    ``bmlama17_control``...), in the seeded fact order (so fewer facts are the first of more)."""
+    from ..pairs import tasks
+
+    return tasks.sample([f"{benchmark}:{lang}" for lang in languages], 9 * facts, seed)
+
+
 def bmlama_scores(run: Runner, models: list[str], benchmark: str, languages: list[str],
                   facts: int, seed: int = 0) -> BmlamaScores:
     """Sample ``facts`` whole facts a language of ``benchmark`` (``bmlama17``/``bmlama53``; the
@@ -315,11 +323,9 @@ def bmlama_scores(run: Runner, models: list[str], benchmark: str, languages: lis
         DataError: an unknown language of the benchmark.
     """
     from ..analysis import bmlama_study
-    from ..pairs import tasks
 
-    pairs = tasks.sample([f"{benchmark}:{lang}" for lang in languages], 9 * facts, seed)
-    control = tasks.sample([f"{benchmark}_control:{lang}" for lang in languages], 9 * facts,
-                           seed)
+    pairs = _facts(benchmark, languages, facts, seed)
+    control = _facts(f"{benchmark}_control", languages, facts, seed)
     out = BmlamaScores(pairs, control)
     for model in models:
         res = run(model, pairs, "direct")
@@ -388,11 +394,7 @@ def bmlama_methods(run: Runner, model: str, pairs: pd.DataFrame, methods=("meta"
     from ..methods import probing
 
     if facts is not None:
-        from ..pairs import tasks
-
-        benchmark = pairs["task"].iloc[0].split(":")[0]
-        first = tasks.sample([f"{benchmark}:{lang}" for lang in pd.unique(pairs["lang"])],
-                             9 * facts, seed)
+        first = _facts(pairs["task"].iloc[0].split(":")[0], pd.unique(pairs["lang"]), facts, seed)
         if len(first) < len(pairs):
             pairs = first
     res = run(model, pairs, list(methods), probe_by=[["lang"]])
@@ -446,5 +448,5 @@ def bmlama_size_summary(power: pd.DataFrame, cost: pd.DataFrame) -> str:
             + (f" At this run's {r.facts_now} facts the trend detected with 80% power is "
                f"{r.mde_resource_slope_now:.3f} per tier step: a smaller one is left "
                f"inconclusive, not ruled out." if r.facts_now < r.facts_needed
-               and "mde_resource_slope_now" in r else ""))
+               else ""))
     return "\n".join(out)

@@ -294,7 +294,7 @@ class BmlamaLanguages(Chapter):
                                               "(None: Direct only)", smoke=SMOL)
     methods_facts: _at_least(2) | None = param(
         None, "Meta and Neuro on the first this many of the BMLAMA-17 facts (None: all facts17; "
-              "Neuro's probes cost about 1 minute a fact on 2 CPU cores)", publish=10)
+              "Meta and Neuro cost about a minute a fact on 2 CPU cores)", publish=10)
     reduction: Literal["mean", "sum"] = param("mean", "Direct's ranking: 'mean' per token (the "
                                                       "BMLAMA authors') or 'sum' (the project's)")
     value: Literal["pairwise_beyond", "beyond"] = param(
