@@ -111,7 +111,7 @@ def _typed(rng, langs, kind, n_items=40, flip=0.1, shared=0.0):
     language flips ``flip`` of it); ``shared`` mixes in one pattern common to all."""
     common = rng.integers(0, 2, 4 * n_items)
     pattern = {k: np.where(rng.random(4 * n_items) < shared, common,
-                           rng.integers(0, 2, 4 * n_items)) for k in set(kind.values())}
+                           rng.integers(0, 2, 4 * n_items)) for k in sorted(set(kind.values()))}
     return _scored({l: np.where(rng.random(4 * n_items) < flip, 1 - pattern[kind[l]],
                                 pattern[kind[l]]) for l in langs}, n_items)
 
