@@ -170,6 +170,31 @@ def test_token_scores_round_trip_through_the_token_table(lm):
         np.testing.assert_array_equal(back.logprobs, s.logprobs)
 
 
+def test_token_scores_of_every_text_equal_from_table_text_by_text():
+    # a shuffled table, one sentence's rows twice (it sits in two pairs), texts sharing prefixes
+    texts = ["The cat sleeps.", "The cat sleep.", "The cats sleep."]
+    rng = np.random.default_rng(0)
+    rows = []
+    for t in texts + texts[:1]:
+        cuts = [0, 3, 7, len(t) - 1, len(t)]
+        for i, (a, b) in enumerate(zip(cuts, cuts[1:])):
+            rows.append({"text": t, "position": i, "token_id": 100 * len(t) + i, "token": t[a:b],
+                         "start": a, "end": b, "logprob": -rng.random() * 5})
+    table = pd.DataFrame(rows).drop_duplicates(["text", "position"], keep="first")
+    table = pd.concat([table, table[table["text"] == texts[0]]]).sample(frac=1, random_state=1)
+    every = scoring.TokenScores.of_texts(table)
+    assert sorted(every) == sorted(texts)
+    for t in texts:
+        one = scoring.TokenScores.from_table(table.drop_duplicates(["text", "position"]), t)
+        got = every[t]
+        assert got.text == t and got.tokens == one.tokens and got.bos_policy == "bos"
+        assert [got.text[a:b] for a, b in got.offsets] == got.tokens
+        np.testing.assert_array_equal(got.token_ids, one.token_ids)
+        np.testing.assert_array_equal(got.offsets, one.offsets)
+        np.testing.assert_array_equal(got.logprobs, one.logprobs)
+    assert scoring.TokenScores.of_texts(table.iloc[:0]) == {}
+
+
 def test_sequence_scores_columns(lm):
     df = sequence_scores(lm, TEXTS[:3], bos_policy="lm_eval")
     assert list(df.columns) == ["text", "logprob_sum", "logprob_mean", "n_scored", "bos_policy"]

@@ -126,6 +126,26 @@ def test_malformed_rows_name_file_row_and_field(data_dir, tmp_path, row, match):
         bmlama.load_bmlama("bmlama53", "en", data_dir=tmp_path, verify=False)
 
 
+def test_a_file_loaded_again_gives_its_pairs_afresh(data_dir, tmp_path):
+    # the control task reuses the pairs its real task has just loaded: a caller's changes to
+    # one copy never reach the next, and a changed file is read again
+    first = bmlama.load_bmlama("bmlama17", "vi")
+    built = bmlama._pairs(bmlama.read_facts("bmlama17", "vi").query("candidates.str.len() > 1"),
+                          "bmlama17", "vi", "bmlama17:vi")
+    first["good"] = "changed"
+    first.attrs["excluded"]["single_candidate"] = -1
+    again = bmlama.load_bmlama("bmlama17", "vi")
+    assert again is not first
+    assert again.equals(built.reset_index(drop=True)) and again.attrs["excluded"] == {
+        "single_candidate": 0}
+    target = tmp_path / "bmlama" / "BMLAMA53" / "en.tsv"
+    target.parent.mkdir(parents=True)
+    target.write_text("\r\n".join(ROWS) + "\r\n", encoding="utf-8")
+    assert len(bmlama.load_bmlama("bmlama53", "en", data_dir=tmp_path, verify=False)) == 3
+    target.write_text("\r\n".join(ROWS[:2]) + "\r\n", encoding="utf-8")
+    assert len(bmlama.load_bmlama("bmlama53", "en", data_dir=tmp_path, verify=False)) == 2
+
+
 def test_control_keeps_candidates_and_template_and_swaps_the_subject(data_dir):
     pairs = _load("bmlama17:vi")
     sample = pairs[pairs["fact"] < 300]

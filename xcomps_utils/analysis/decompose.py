@@ -61,6 +61,7 @@ How often the concept prior decides a pair, and the claims about it, are the ana
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import unicodedata
@@ -257,6 +258,18 @@ def split_pair(good: TokenScores, bad: TokenScores, good_concept: str | None = N
     Raises:
         ValueError: identical sentences, or scores without tokens.
     """
+    out, groups, cats, group_of = _split(good, bad, good_concept, bad_concept, words)
+    return out, pd.DataFrame(groups), pd.DataFrame(_token_columns(good, bad, cats, group_of))
+
+
+_GROUP_COLUMNS = ("group", "category", "text", "s_good", "s_bad", "n_good", "n_bad", "delta_s",
+                  "delta_ppl")
+
+
+def _split(good: TokenScores, bad: TokenScores, good_concept, bad_concept, words):
+    """:func:`split_pair` on plain arrays: ``(summary, groups as {column: list}, each side's
+    token categories, {(side, token index): group})`` (the decompositions of thousands of pairs
+    build their tables once, from these)."""
     sides = {"good": good, "bad": bad}
     span = concept_span(good.text, bad.text, good_concept, bad_concept, words=words,
                         good_offsets=good.offsets, bad_offsets=bad.offsets)
@@ -282,7 +295,7 @@ def split_pair(good: TokenScores, bad: TokenScores, good_concept: str | None = N
         members.append(concept)
     members += _merge(post)
     group_of = {m: g for g, ms in enumerate(members) for m in ms}
-    rows = []
+    groups = {c: [] for c in _GROUP_COLUMNS}
     for g, ms in enumerate(members):
         sg = [i for side, i in ms if side == "good"]
         sb = [i for side, i in ms if side == "bad"]
@@ -294,10 +307,10 @@ def split_pair(good: TokenScores, bad: TokenScores, good_concept: str | None = N
             sp = tok_spans[side]
             text = sides[side].text[sp[min(idx)][0]:sp[max(idx)][1]]
         s_good, s_bad = float(-good.logprobs[sg].sum()), float(-bad.logprobs[sb].sum())
-        rows.append({"group": g, "category": cat, "text": text, "s_good": s_good, "s_bad": s_bad,
-                     "n_good": len(sg), "n_bad": len(sb), "delta_s": s_bad - s_good,
-                     "delta_ppl": math.exp(min(s_bad, 700)) - math.exp(min(s_good, 700))})
-    groups = pd.DataFrame(rows)
+        for c, v in zip(_GROUP_COLUMNS, (g, str(cat), text, s_good, s_bad, len(sg), len(sb),
+                                         s_bad - s_good,
+                                         math.exp(min(s_bad, 700)) - math.exp(min(s_good, 700)))):
+            groups[c].append(v)
     out = {"logprob_good": good.total, "logprob_bad": bad.total,
            "delta": good.total - bad.total}
     for cat in CATEGORIES:
@@ -311,30 +324,41 @@ def split_pair(good: TokenScores, bad: TokenScores, good_concept: str | None = N
     out["cond_bad"] = float(bad.logprobs[after["bad"]].sum())
     out["cond_delta"] = out["cond_good"] - out["cond_bad"]
     out["prior_delta"] = out["delta_prefix"] + out["delta_concept"]
+    group_cats = np.array(groups["category"], dtype=object)
     for name, col in (("s", "delta_s"), ("ppl", "delta_ppl")):
-        d = groups[col].to_numpy()
+        d = np.array(groups[col], dtype=np.float64)
         for cat in CATEGORIES:
-            m = (groups["category"] == cat).to_numpy()
+            m = group_cats == cat
             try:
                 out[f"plain_{cat}_{name}"] = plain_proportion(d, m)
                 out[f"norm_{cat}_{name}"] = normalized_proportion(d, m)
             except ValueError:
                 out[f"plain_{cat}_{name}"] = out[f"norm_{cat}_{name}"] = math.nan
-    out["n_groups"] = len(groups)
+    out["n_groups"] = len(members)
     out["concept_good"] = good.text[slice(*span.span(good.text))]
     out["concept_bad"] = bad.text[slice(*span.span(bad.text))]
     out["continuation"] = good.text[len(good.text) - q:] if q else ""
     out["same_continuation"] = bool(np.array_equal(good.token_ids[after["good"]],
                                                    bad.token_ids[after["bad"]]))
     out["good_found"], out["bad_found"] = span.good_found, span.bad_found
-    tokens = []
-    for side, s in sides.items():
-        tokens.append(pd.DataFrame({
-            "side": side, "position": np.arange(len(s.logprobs)), "token": list(s.tokens),
-            "start": [a for a, _ in s.offsets], "end": [b for _, b in s.offsets],
-            "surprisal": -s.logprobs, "category": cats[side],
-            "group": [group_of[(side, i)] for i in range(len(s.logprobs))]}))
-    return out, groups, pd.concat(tokens, ignore_index=True)
+    return out, groups, cats, group_of
+
+
+def _token_columns(good: TokenScores, bad: TokenScores, cats: dict, group_of: dict) -> dict:
+    """:func:`split_pair`'s token table as ``{column: array}`` (good's tokens, then bad's)."""
+    cols = {k: [] for k in ("side", "position", "token", "start", "end", "surprisal",
+                            "category", "group")}
+    for side, s in (("good", good), ("bad", bad)):
+        n = len(s.logprobs)
+        cols["side"].append(np.full(n, side, dtype=object))
+        cols["position"].append(np.arange(n))
+        cols["token"].append(np.array(list(s.tokens), dtype=object))
+        cols["start"].append(np.asarray(s.offsets[:, 0]) if n else np.zeros(0, np.int64))
+        cols["end"].append(np.asarray(s.offsets[:, 1]) if n else np.zeros(0, np.int64))
+        cols["surprisal"].append(-s.logprobs)
+        cols["category"].append(np.asarray(cats[side], dtype=object))
+        cols["group"].append(np.array([group_of[(side, i)] for i in range(n)], dtype=np.int64))
+    return {k: np.concatenate(v) for k, v in cols.items()}
 
 
 @dataclass
@@ -381,17 +405,11 @@ def decompose_pairs(pairs: pd.DataFrame, tokens: pd.DataFrame, *, bos_policy: st
     need = [c for c in ("lang", "pair_id", "good", "bad") if c not in pairs]
     if need:
         raise ValueError(f"pairs lack column(s) {need}")
-    by_text = {t: g for t, g in tokens.drop_duplicates(["text", "position"]).groupby("text")}
+    by_text = TokenScores.of_texts(tokens, bos_policy)
     missing = [t for t in pd.unique(pd.concat([pairs["good"], pairs["bad"]])) if t not in by_text]
     if missing:
         raise KeyError(f"{len(missing)} sentences have no scored tokens, e.g. {missing[0]!r}: "
                        f"is the token table from a Direct run over these pairs?")
-    cache = {}
-
-    def scores(text):
-        if text not in cache:
-            cache[text] = TokenScores.from_table(by_text[text], text, bos_policy)
-        return cache[text]
 
     rows, groups, toks, keys = [], [], [], []
     has_concepts = "acceptable_concept" in pairs and "unacceptable_concept" in pairs
@@ -399,13 +417,16 @@ def decompose_pairs(pairs: pd.DataFrame, tokens: pd.DataFrame, *, bos_policy: st
                   desc="decomposing", unit="pair"):
         if r.good == r.bad:
             continue
-        summary, g, t = split_pair(scores(r.good), scores(r.bad),
-                                   r.acceptable_concept if has_concepts else None,
-                                   r.unacceptable_concept if has_concepts else None, words=words)
+        good, bad = by_text[r.good], by_text[r.bad]
+        summary, g, cats, group_of = _split(
+            good, bad, r.acceptable_concept if has_concepts else None,
+            r.unacceptable_concept if has_concepts else None, words)
+        t = _token_columns(good, bad, cats, group_of)
+        t["delta_s"] = np.asarray(g["delta_s"], dtype=np.float64)[t["group"]]
         key = (r.lang, str(r.pair_id))
         rows.append({"lang": key[0], "pair_id": key[1], **summary})
         groups.append(g)
-        toks.append(t.assign(delta_s=t["group"].map(dict(zip(g["group"], g["delta_s"])))))
+        toks.append(t)
         keys.append(key)
     table = pd.DataFrame(rows)
     base = pairs.assign(pair_id=pairs["pair_id"].astype(str))
@@ -420,14 +441,17 @@ def decompose_pairs(pairs: pd.DataFrame, tokens: pd.DataFrame, *, bos_policy: st
     return Decomposition(out, _keyed(groups, keys), _keyed(toks, keys))
 
 
-def _keyed(frames: list[pd.DataFrame], keys: list[tuple[str, str]]) -> pd.DataFrame:
-    """The frames of every pair, one below the other, led by the pair's ``lang`` and
-    ``pair_id``."""
-    n = [len(f) for f in frames]
-    body = pd.concat(frames, ignore_index=True)
-    lead = pd.DataFrame({"lang": np.repeat([k[0] for k in keys], n),
-                         "pair_id": np.repeat([k[1] for k in keys], n)})
-    return pd.concat([lead, body], axis=1)
+def _keyed(frames: list[dict], keys: list[tuple[str, str]]) -> pd.DataFrame:
+    """The tables of every pair (each ``{column: values}``), one below the other, led by the
+    pair's ``lang`` and ``pair_id``."""
+    n = [len(next(iter(f.values()))) for f in frames]
+    cols = {"lang": np.repeat([k[0] for k in keys], n).astype(object),
+            "pair_id": np.repeat([k[1] for k in keys], n).astype(object)}
+    for c in (frames[0] if frames else {}):
+        parts = [f[c] for f in frames]
+        cols[c] = (np.concatenate(parts) if isinstance(parts[0], np.ndarray)
+                   else list(itertools.chain.from_iterable(parts)))
+    return pd.DataFrame(cols)
 
 
 def proportion_summary(decomposed: pd.DataFrame, by: str | list[str] = "lang",

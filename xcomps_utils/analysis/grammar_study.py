@@ -45,7 +45,7 @@ from ..lm.precision import decide, decisions, per_unit_tolerance
 from ..lm.token_scores import TokenScores
 from ..pairs import data, grammar, tasks
 from .claims import correct, evaluate_claim, language_claim, SESOI
-from .decompose import split_pair
+from .decompose import _split
 from .perplexity_paper import prompt_pair_measures
 from .scored import scored_pairs
 from .stats import accuracy_table
@@ -92,31 +92,34 @@ def decompose(pairs: pd.DataFrame, tokens: pd.DataFrame, bos_policy: str = "bos"
     Raises:
         KeyError: a sentence without scored tokens (tokens of another run?).
     """
-    by_text = {t: g for t, g in tokens.drop_duplicates(["text", "position"]).groupby("text")}
-    cache: dict = {}
+    by_text = TokenScores.of_texts(tokens, bos_policy)
 
     def scores(text):
         if text not in by_text:
             raise KeyError(f"no scored tokens for {text!r}: are the tokens from a Direct run "
                            f"over these pairs?")
-        if text not in cache:
-            cache[text] = TokenScores.from_table(by_text[text], text, bos_policy)
-        return cache[text]
+        return by_text[text]
 
-    rows, groups = [], []
+    rows = []
+    groups = {c: [] for c in ("task", "pair_id", "category", "s_good", "s_bad", "n_good",
+                              "n_bad")}
     for r in pairs.itertuples(index=False):
         if r.good == r.bad:
             continue
         gp = [r.good[s:e] for s, e in r.good_pivots]
         bp = [r.bad[s:e] for s, e in r.bad_pivots]
-        s, g, _ = split_pair(scores(r.good), scores(r.bad), gp[0] if len(gp) == 1 else None,
-                             bp[0] if len(bp) == 1 else None)
+        s, g, _, _ = _split(scores(r.good), scores(r.bad), gp[0] if len(gp) == 1 else None,
+                            bp[0] if len(bp) == 1 else None, "auto")
         dataset = getattr(r, "dataset", "")
         row = {"task": r.task, "family": FAMILY_NAMES.get(dataset, dataset),
                "lang": getattr(r, "lang", ""), "subset": r.subset,
                "pair_id": str(r.pair_id), "delta": s["delta"],
                "pivot_source": _pivot_source(getattr(r, "extra", None))}
-        groups.append(g[g["category"] != "prefix"].assign(task=r.task, pair_id=str(r.pair_id)))
+        keep = [i for i, c in enumerate(g["category"]) if c != "prefix"]
+        groups["task"] += [r.task] * len(keep)
+        groups["pair_id"] += [str(r.pair_id)] * len(keep)
+        for c in ("category", "s_good", "s_bad", "n_good", "n_bad"):
+            groups[c] += [g[c][i] for i in keep]
         for old, new in _PARTS.items():
             row[f"delta_{new}"] = s[f"delta_{old}"]
         row["pivot_share"] = s["delta_concept"] / s["delta"] if s["delta"] != 0 else np.nan
@@ -129,7 +132,7 @@ def decompose(pairs: pd.DataFrame, tokens: pd.DataFrame, bos_policy: str = "bos"
     out = pd.DataFrame(rows)
     if not len(out):
         return out
-    tok = _per_token(pd.concat(groups, ignore_index=True))
+    tok = _per_token(pd.DataFrame(groups))
     return out.merge(tok, on=["task", "pair_id"], how="left")
 
 

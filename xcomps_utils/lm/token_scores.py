@@ -52,6 +52,21 @@ class TokenScores:
                    rows[["start", "end"]].to_numpy(np.int64), rows["logprob"].to_numpy(np.float64),
                    bos_policy)
 
+    @classmethod
+    def of_texts(cls, tokens: pd.DataFrame, bos_policy: str = "bos") -> dict[str, "TokenScores"]:
+        """Every text's scores from a token table (the columns of :meth:`from_table`), in one
+        pass: ``{text: TokenScores}``, equal to :meth:`from_table` text by text. A repeated
+        ``(text, position)`` row (the same sentence scored in two pairs) counts once."""
+        t = tokens.drop_duplicates(["text", "position"]).sort_values(["text", "position"],
+                                                                      kind="stable")
+        texts = t["text"].to_numpy(object)
+        ids, toks = t["token_id"].to_numpy(np.int64), t["token"].to_numpy(object)
+        offsets, lp = t[["start", "end"]].to_numpy(np.int64), t["logprob"].to_numpy(np.float64)
+        cut = np.flatnonzero(texts[1:] != texts[:-1]) + 1
+        bounds = zip(np.r_[0, cut], np.r_[cut, len(t)]) if len(t) else ()
+        return {texts[a]: cls(texts[a], ids[a:b], list(toks[a:b]), offsets[a:b], lp[a:b],
+                              bos_policy) for a, b in bounds}
+
     @property
     def surprisals(self) -> np.ndarray:
         """``[n]`` surprisal ``-log p`` in nats."""

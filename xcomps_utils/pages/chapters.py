@@ -15,6 +15,7 @@ them to a page.
 from __future__ import annotations
 
 import inspect
+import warnings
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -304,12 +305,30 @@ class BmlamaScores:
     control_results: dict = field(default_factory=dict)
 
 
-def _facts(benchmark: str, languages, facts: int, seed: int) -> pd.DataFrame:
-    """``facts`` whole facts a language of task family ``benchmark`` (``bmlama17``,
-    ``bmlama17_control``...), in the seeded fact order (so fewer facts are the first of more)."""
+def _facts(benchmark: str, languages, facts: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``facts`` whole facts a language of ``benchmark`` (``bmlama17``, ``bmlama53``), in the
+    seeded fact order (so fewer facts are the first of more): ``(pairs, control pairs)``, each as
+    :func:`xcomps_utils.pairs.tasks.sample` of its tasks gives them. A language's two tasks are
+    sampled one after the other (the control task reuses the pairs the real one loaded)."""
     from ..pairs import tasks
 
-    return tasks.sample([f"{benchmark}:{lang}" for lang in languages], 9 * facts, seed)
+    frames: dict[str, list] = {benchmark: [], f"{benchmark}_control": []}
+    for lang in languages:
+        for family, got in frames.items():
+            got.append(tasks.sample([f"{family}:{lang}"], 9 * facts, seed))
+    return tuple(pd.concat(f, ignore_index=True) for f in frames.values())
+
+
+def _first_facts(pairs: pd.DataFrame, facts: int, seed: int) -> pd.DataFrame:
+    """The first ``facts`` facts of each task of a :func:`_facts` sample: the pairs a
+    ``facts``-fact sample gives (each fact's place in the order, and its pairs, are the whole
+    file's), taken from the sample instead of the files."""
+    from ..pairs import data, tasks
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", data.SmallSampleWarning)  # fewer facts: all of them
+        return pd.concat([tasks._sample_units(g, 9 * facts, seed, "item")
+                          for _, g in pairs.groupby("task", sort=False)], ignore_index=True)
 
 
 def bmlama_scores(run: Runner, models: list[str], benchmark: str, languages: list[str],
@@ -324,8 +343,7 @@ def bmlama_scores(run: Runner, models: list[str], benchmark: str, languages: lis
     """
     from ..analysis import bmlama_study
 
-    pairs = _facts(benchmark, languages, facts, seed)
-    control = _facts(f"{benchmark}_control", languages, facts, seed)
+    pairs, control = _facts(benchmark, languages, facts, seed)
     out = BmlamaScores(pairs, control)
     for model in models:
         res = run(model, pairs, "direct")
@@ -394,7 +412,7 @@ def bmlama_methods(run: Runner, model: str, pairs: pd.DataFrame, methods=("meta"
     from ..methods import probing
 
     if facts is not None:
-        first = _facts(pairs["task"].iloc[0].split(":")[0], pd.unique(pairs["lang"]), facts, seed)
+        first = _first_facts(pairs, facts, seed)
         if len(first) < len(pairs):
             pairs = first
     res = run(model, pairs, list(methods), probe_by=[["lang"]])
