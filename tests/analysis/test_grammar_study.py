@@ -5,6 +5,7 @@ claims (each outcome reachable, a true null rarely decided)."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -125,6 +126,26 @@ def test_per_token_share_and_length_matched_influence():
     # per token: 1 token of 1 nat vs 2 tokens of 1.5 nats each -> |1.5 - 1| = 0.5 per token
     assert d.tok_share_pivot_s == pytest.approx(1.5 * 0.5 / (1.5 * 0.5 + 1.0))
     assert d.pivot_source == "difference"
+
+
+def test_an_inserted_pivot_has_no_per_token_share_and_is_counted():
+    """A word inserted in one sentence (SLING's negation pairs): the pivot has no token in the
+    other, so no per-token difference; the pair keeps its sum-level parts, the table counts it
+    out of ``per_token`` (``n_per_token``), and nothing warns on stderr."""
+    good = _scores("他们不接受", ["他们", "不", "接受"], [-2.0, -2.5, -1.0])
+    bad = _scores("他们接受", ["他们", "接受"], [-2.0, -3.0])
+    kept = _scores("他们没接受", ["他们", "没", "接受"], [-2.0, -6.0, -1.0])
+    pairs = pd.concat([_pair(good, bad, [2, 3], [2, 2], "difference"),
+                       _pair(good, kept, [2, 3], [2, 3], "difference").assign(pair_id="1")])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        d = grammar_study.decompose(pairs, _tokens(good, bad, kept)).set_index("pair_id")
+    assert np.isnan(d.loc["0", "tok_share_pivot_s"]) and d.loc["0", "pivot_bad"] == ""
+    assert d.loc["0", "delta"] == pytest.approx(-5.5 + 5.0)
+    assert d.loc["0", "delta_pivot"] == pytest.approx(-2.5)
+    assert d.loc["1", "tok_share_pivot_s"] == pytest.approx(1.0)
+    t = grammar_study.pivot_table(d.reset_index(), n_boot=50).iloc[0]
+    assert t["pairs"] == 2 and t["n_per_token"] == 1
 
 
 def _decomposed(shares, influences, lang="en"):

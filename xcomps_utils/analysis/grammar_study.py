@@ -195,7 +195,8 @@ def pivot_table(decomposed: pd.DataFrame, by=("family", "lang"), n_boot: int = 2
         one row per group: ``pairs``; ``marked`` (share of pairs whose pivot is the word the
         dataset marks, ``pivot_source == "cue"``); ``per_token`` (mean ``tok_share_pivot_s``,
         in [0, 1]) with ``per_token_low``/``per_token_high`` (95% percentile bootstrap over
-        pairs; NaN under 20 pairs); ``influence`` (mean ``influence_pivot_s``, in [-1/2, 1/2],
+        pairs; NaN under 20 pairs) and ``n_per_token`` (pairs with the share: a pivot with no
+        token in one sentence, an insertion, has none); ``influence`` (mean ``influence_pivot_s``, in [-1/2, 1/2],
         0: the pivot like a later token of its length) with its interval and
         ``n_influence`` (pairs with a length-matched comparison).
 
@@ -210,6 +211,7 @@ def pivot_table(decomposed: pd.DataFrame, by=("family", "lang"), n_boot: int = 2
         rows.append({**dict(zip(by, key)), "pairs": len(g),
                      "marked": float((g["pivot_source"] == "cue").mean()),
                      "per_token": tok[0], "per_token_low": tok[1], "per_token_high": tok[2],
+                     "n_per_token": tok[3],
                      "influence": inf[0], "influence_low": inf[1], "influence_high": inf[2],
                      "n_influence": inf[3]})
     return pd.DataFrame(rows)

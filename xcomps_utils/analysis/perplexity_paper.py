@@ -81,7 +81,8 @@ def prompt_pair_measures(groups: pd.DataFrame, metrics: pd.DataFrame | None = No
 
     Returns:
         one row per prompt pair (or ``metrics`` with the columns added); a prompt pair without
-        a pivotal group or with no difference has NaN.
+        a pivotal group or with no difference has NaN, and so has one with a group that has no
+        token on one side (an insertion: no per-token difference; callers count these pairs).
 
     Raises:
         KeyError: a column is missing. ValueError: an unknown ``unit``.
@@ -97,8 +98,9 @@ def prompt_pair_measures(groups: pd.DataFrame, metrics: pd.DataFrame | None = No
     n_pp = int(pp.max()) + 1 if len(pp) else 0
     ka = groups["n_tokens_correct"].to_numpy(float)
     kb = groups["n_tokens_incorrect"].to_numpy(float)
-    mean_a = groups["s_correct"].to_numpy(float) / ka
-    mean_b = groups["s_incorrect"].to_numpy(float) / kb
+    with np.errstate(invalid="ignore"):  # a group with no token on one side: NaN, as documented
+        mean_a = groups["s_correct"].to_numpy(float) / ka
+        mean_b = groups["s_incorrect"].to_numpy(float) / kb
     d = np.exp(mean_b) - np.exp(mean_a) if unit == "ppl" else mean_b - mean_a
     n = (ka + kb) / 2
     piv = (groups["category"] == "pivotal").to_numpy()
