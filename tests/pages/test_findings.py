@@ -103,5 +103,13 @@ def test_deciding_sizes_say_decided_how_many_more_or_why_never(tmp_path, monkeyp
     capped = claims.deciding_sizes(rows, available={page: 40})
     line = capped.loc[capped.verdict == "inconclusive", "to decide"].iloc[0]
     assert line.endswith("; the data hold 40: no size of the available data decides it")
+    # no SESOI: a claim about languages says what more data per language does
+    lang = rows[rows.verdict == "inconclusive"].assign(unit="language", n_items=17,
+                                                      items_needed=np.nan)
+    item = lang.assign(unit="item")
+    said = claims.deciding_sizes(pd.concat([lang, item]))["to decide"].tolist()
+    assert said[0].startswith("no smallest effect of interest declared: a claim about these 17 "
+                              "languages, which more items per language")
+    assert said[1] == "no smallest effect of interest declared"
     roomy = claims.deciding_sizes(rows, available={page: 10 ** 6})
     assert roomy.loc[roomy.verdict == "inconclusive", "to decide"].iloc[0] == got["inconclusive:40"]

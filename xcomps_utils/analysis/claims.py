@@ -1149,7 +1149,8 @@ def deciding_sizes(rows: pd.DataFrame, available: dict | None = None) -> pd.Data
     ``unit`` and ``to decide``: "decided" for a supported, contradicted or equivalent verdict;
     for an inconclusive one, about how many units give an 80% chance of deciding an effect of
     the smallest size of interest (``items_needed``, from the interval's width,
-    :func:`items_needed`), or that no SESOI is declared; for "cannot be decided", why no outcome
+    :func:`items_needed`), or that no SESOI is declared (for a claim about languages: that more
+    items per language sharpen it); for "cannot be decided", why no outcome
     of the test can reach the level at any size of these units (its ``reason``).
 
     ``available`` maps a page to the units its data hold at most (the project's XCOMPS sample:
@@ -1163,8 +1164,15 @@ def deciding_sizes(rows: pd.DataFrame, available: dict | None = None) -> pd.Data
             what = "decided"
         elif v == "inconclusive":
             need = pd.to_numeric(row.get("items_needed"), errors="coerce")
-            what = (f"about {int(need):,} {row['unit']}s (80% power at the SESOI)"
-                    if np.isfinite(need) else "no smallest effect of interest declared")
+            if np.isfinite(need):
+                what = f"about {int(need):,} {row['unit']}s (80% power at the SESOI)"
+            elif row["unit"] == "language":
+                what = (f"no smallest effect of interest declared: a claim about these "
+                        f"{int(row['n_items']):,} languages, which more items per language "
+                        f"measure more precisely (the page's size planning says which effect "
+                        f"a size detects)")
+            else:
+                what = "no smallest effect of interest declared"
             most = available.get(row["page"])
             # said only of a test that already read all the data hold (not a smaller sample)
             if (most is not None and np.isfinite(need) and need > most
