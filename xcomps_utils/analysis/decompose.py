@@ -76,7 +76,7 @@ from ..methods.perplexity import normalized_proportion, PERIODS, plain_proportio
 from ..pairs.xcomps import languages
 
 __all__ = ["CATEGORIES", "ConceptSpan", "concept_span", "continuation_logprob", "split_pair",
-           "Decomposition", "decompose_pairs", "proportion_summary", "mismatched_pairs"]
+           "split_pair_parts", "Decomposition", "decompose_pairs", "proportion_summary", "mismatched_pairs"]
 
 CATEGORIES = ("prefix", "concept", "property", "period")
 
@@ -258,7 +258,7 @@ def split_pair(good: TokenScores, bad: TokenScores, good_concept: str | None = N
     Raises:
         ValueError: identical sentences, or scores without tokens.
     """
-    out, groups, cats, group_of = _split(good, bad, good_concept, bad_concept, words)
+    out, groups, cats, group_of = split_pair_parts(good, bad, good_concept, bad_concept, words)
     return out, pd.DataFrame(groups), pd.DataFrame(_token_columns(good, bad, cats, group_of))
 
 
@@ -266,10 +266,19 @@ _GROUP_COLUMNS = ("group", "category", "text", "s_good", "s_bad", "n_good", "n_b
                   "delta_ppl")
 
 
-def _split(good: TokenScores, bad: TokenScores, good_concept, bad_concept, words):
-    """:func:`split_pair` on plain arrays: ``(summary, groups as {column: list}, each side's
-    token categories, {(side, token index): group})`` (the decompositions of thousands of pairs
-    build their tables once, from these)."""
+def split_pair_parts(good: TokenScores, bad: TokenScores, good_concept, bad_concept, words):
+    """:func:`split_pair` without its tables: the decompositions of thousands of pairs build
+    theirs once, from these parts.
+
+    Returns:
+        ``(summary, groups, categories, group_of)``: ``summary`` as :func:`split_pair`'s;
+        ``groups`` its groups as ``{column: list}`` (one entry a group; surprisals in nats);
+        ``categories`` each side's ``[n_tokens]`` array of token categories (``"good"``,
+        ``"bad"``); ``group_of`` ``{(side, token index): group}``.
+
+    Raises:
+        ValueError: as :func:`split_pair`.
+    """
     sides = {"good": good, "bad": bad}
     span = concept_span(good.text, bad.text, good_concept, bad_concept, words=words,
                         good_offsets=good.offsets, bad_offsets=bad.offsets)
@@ -418,7 +427,7 @@ def decompose_pairs(pairs: pd.DataFrame, tokens: pd.DataFrame, *, bos_policy: st
         if r.good == r.bad:
             continue
         good, bad = by_text[r.good], by_text[r.bad]
-        summary, g, cats, group_of = _split(
+        summary, g, cats, group_of = split_pair_parts(
             good, bad, r.acceptable_concept if has_concepts else None,
             r.unacceptable_concept if has_concepts else None, words)
         t = _token_columns(good, bad, cats, group_of)

@@ -45,7 +45,7 @@ from ..lm.precision import decide, decisions, per_unit_tolerance
 from ..lm.token_scores import TokenScores
 from ..pairs import data, grammar, tasks
 from .claims import correct, evaluate_claim, language_claim, SESOI
-from .decompose import _split
+from .decompose import split_pair_parts
 from .perplexity_paper import prompt_pair_measures
 from .scored import scored_pairs
 from .stats import accuracy_table
@@ -108,7 +108,7 @@ def decompose(pairs: pd.DataFrame, tokens: pd.DataFrame, bos_policy: str = "bos"
             continue
         gp = [r.good[s:e] for s, e in r.good_pivots]
         bp = [r.bad[s:e] for s, e in r.bad_pivots]
-        s, g, _, _ = _split(scores(r.good), scores(r.bad), gp[0] if len(gp) == 1 else None,
+        s, g, _, _ = split_pair_parts(scores(r.good), scores(r.bad), gp[0] if len(gp) == 1 else None,
                             bp[0] if len(bp) == 1 else None, "auto")
         dataset = getattr(r, "dataset", "")
         row = {"task": r.task, "family": FAMILY_NAMES.get(dataset, dataset),

@@ -327,7 +327,7 @@ def _first_facts(pairs: pd.DataFrame, facts: int, seed: int) -> pd.DataFrame:
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", data.SmallSampleWarning)  # fewer facts: all of them
-        return pd.concat([tasks._sample_units(g, 9 * facts, seed, "item")
+        return pd.concat([tasks.sample_units(g, 9 * facts, seed, "item")
                           for _, g in pairs.groupby("task", sort=False)], ignore_index=True)
 
 

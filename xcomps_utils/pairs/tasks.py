@@ -51,8 +51,8 @@ import pandas as pd
 from ..errors import did_you_mean
 from . import data
 
-__all__ = ["Task", "TASKS", "get", "names", "load", "select", "sample", "checksums", "provenance",
-           "counts"]
+__all__ = ["Task", "TASKS", "get", "names", "load", "select", "sample", "sample_units",
+           "checksums", "provenance", "counts"]
 
 
 @dataclass(frozen=True)
@@ -333,12 +333,21 @@ def sample(names_: list[str], n: int | None, seed: int = 0, selection: bool = Fa
                 warnings.simplefilter("ignore", data.DataQualityWarning)
                 pool = load(name, data_dir, seed=seed)
         unit = get(name).unit
-        frames.append(_sample_units(pool, n, seed, unit) if unit and n is not None
+        frames.append(sample_units(pool, n, seed, unit) if unit and n is not None
                       else data.sample_pairs(pool, n, seed=seed))
     return pd.concat(frames, ignore_index=True)
 
 
-def _sample_units(pool: pd.DataFrame, n: int, seed: int, unit: str) -> pd.DataFrame:
+def sample_units(pool: pd.DataFrame, n: int, seed: int, unit: str) -> pd.DataFrame:
+    """Whole units (``unit``: a column, BMLAMA's ``item``, one fact) of ``pool`` in the seeded
+    order of :func:`sample`, up to the first whose pairs bring the total to ``n`` or more; the
+    pool's identical and duplicate pairs left out. A sample of a sample gives the same units as
+    one of the whole pool when ``n`` is within it (the order and each unit's pairs are the same).
+
+    Raises:
+        ValueError: ``n < 1``. Warns :class:`~xcomps_utils.pairs.data.SmallSampleWarning` when
+        the pool holds fewer than ``n`` pairs (all of them are returned).
+    """
     if n < 1:
         raise ValueError(f"n must be >= 1 or None, got {n}")
     pool = pool[~(pool["identical"] | pool["duplicate"])]
