@@ -499,8 +499,60 @@ def test_power_table_reads_the_spread_and_prints_the_sizes():
     cost = pd.DataFrame({"benchmark": ["b"], "model": ["m"], "minutes_at": [5.0]})
     line = chapters.bmlama_size_summary(q.assign(benchmark="b"), cost)
     assert f"{q.mde_resource_slope_now.iloc[0]:.3f} per tier step: a smaller one" in line
+    # facts without end remove each language's error, not the languages' own spread: the trend
+    # 17 languages detect stops at the limit of the planned spread, below the deciding size's
+    lim = q.mde_resource_slope_limit.iloc[0]
+    assert lim == pytest.approx(B.minimum_detectable_effect(17, 0.05, "slope"))
+    assert lim < q.mde_resource_slope.iloc[0] < q.mde_resource_slope_now.iloc[0]
+    assert f"No number of facts goes below {lim:.3f}" in line
+    k = int(q.languages_to_decide_slope.iloc[0])
+    assert f"would take about {k:,} languages measured without error" in line
+    assert "r = 0.3 either way" in line and "about 131 languages" in line
+    assert "no size of these data decides it." in line
+    # 53 languages with an equivalence test: enough facts decide the trend; 17 never do
+    both = B.power_table({"m": flat}, 10, (17, 53))
+    f17, f53 = both.facts_to_decide_slope
+    assert math.isinf(f17) and 10 < f53 < 10 ** 4
+    text = chapters.bmlama_size_summary(both.assign(benchmark="b"), cost)
+    assert f"53 languages would do it at about {int(f53):,} facts a language" in text
+    assert "; 17 languages are too few at any number of facts." in text
     assert p.facts_needed.iloc[0] == B.facts_for_power(p.mean_se.iloc[0], 10,
                                                         p.between_sd.iloc[0])
+
+
+def test_languages_to_decide_is_the_first_size_whose_detectable_effect_is_half_the_sesoi():
+    """The inverse of minimum_detectable_effect at sesoi / 2: one language fewer detects only a
+    larger effect; a spread twice as wide needs about four times the languages."""
+    for kind, sd in (("slope", 0.05), ("correlation", 0.0)):
+        sesoi = 0.05 if kind == "slope" else 0.3
+        n = B.languages_to_decide(sesoi, sd, kind)
+        assert (B.minimum_detectable_effect(n, sd, kind, power=0.4) <= sesoi / 2
+                < B.minimum_detectable_effect(n - 1, sd, kind, power=0.4))
+    one = B.languages_to_decide(0.05, 0.05)
+    assert 3.5 < B.languages_to_decide(0.05, 0.1) / one < 4.5
+    # a correlation of 0.3, hardest at 0.15, each decision with probability 0.4:
+    # 3 + ((z_.975 + z_.4) / atanh(0.15))^2
+    from scipy import stats
+    z = stats.norm.ppf(0.975) + stats.norm.ppf(0.4)
+    k = B.languages_to_decide(0.3, kind="correlation")
+    assert k == math.ceil(3 + (z / math.atanh(0.15)) ** 2)
+    # simulated: k languages with a true r of 0.15 decide it (Fisher interval above 0, or inside
+    # ±0.3) in about 80% of draws (a little more: Fisher's z is not symmetric about 0.15); at 53
+    # languages, far less
+    rng = np.random.default_rng(5)
+
+    def decided(n, r=0.15, sims=3000):
+        a = rng.normal(size=(sims, n))
+        b = r * a + math.sqrt(1 - r * r) * rng.normal(size=(sims, n))
+        rr = np.array([np.corrcoef(x, y)[0, 1] for x, y in zip(a, b)])
+        w = stats.norm.ppf(0.975) / math.sqrt(n - 3)
+        lo, hi = np.tanh(np.arctanh(rr) - w), np.tanh(np.arctanh(rr) + w)
+        return np.mean((lo > 0) | ((lo > -0.3) & (hi < 0.3)))
+    assert 0.78 < decided(k) < 0.87
+    assert decided(53) < 0.6
+    assert B.languages_to_decide(0.05, 10.0, most=100) == 101
+    with pytest.raises(ValueError):
+        B.languages_to_decide(0.0)
 
 
 def test_consistency_table_sets_rankc_beside_kappa_within_relation():

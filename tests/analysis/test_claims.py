@@ -218,12 +218,35 @@ def test_holm_still_decides_strong_effects_and_says_so():
     assert "Null: accuracy is 0.5" in md
 
 
+def test_items_needed_gives_an_eighty_percent_chance_of_deciding_at_the_hardest_effect():
+    """At the size items_needed prints, a mean with the planned standard error is decided
+    (supported: its 95% interval above 0; or equivalent: the interval inside ±sesoi) in about
+    80% of draws at the hardest true effect, sesoi / 2, and more often at 0 and at sesoi."""
+    from scipy.stats import norm
+
+    sesoi, sd, n0 = 0.05, 0.2, 30
+    half = 1.959964 * sd / math.sqrt(n0)
+    n = claims.items_needed(-half, half, n0, sesoi)
+    se = sd / math.sqrt(n)
+    rng = np.random.default_rng(3)
+
+    def decided(truth):
+        est = rng.normal(truth, se, 40000)
+        lo, hi = est - norm.ppf(0.975) * se, est + norm.ppf(0.975) * se
+        return np.mean((lo > 0) | ((lo > -sesoi) & (hi < sesoi)))
+    assert decided(sesoi / 2) == pytest.approx(0.8, abs=0.01)
+    assert decided(0.0) > 0.85 and decided(sesoi) > 0.85
+    # the earlier rule (each side at 80%) asked for about 2.7 times the units
+    assert 2.6 < (n0 * ((1.959964 + 0.841621) * (sd / math.sqrt(n0)) / (sesoi / 2)) ** 2) / n < 2.8
+
+
 def test_items_needed_plans_for_the_smallest_effect_of_interest_not_the_estimate():
     # half-width 0.08 at 30 items: se = 0.08 / 1.96; deciding either way (an effect of 0.05 or
-    # equivalence within ±0.05) is hardest at a true effect of 0.025:
-    # n = 30 * ((1.96 + 0.84) * se / 0.025)^2, whatever the point estimate was
+    # equivalence within ±0.05) is hardest at a true effect of 0.025, where the two decisions
+    # exclude each other and each comes with probability 0.4:
+    # n = 30 * ((1.96 + z_0.4) * se / 0.025)^2, whatever the point estimate was
     assert claims.items_needed(0.02, 0.18, 30, 0.05) == int(
-        np.ceil(30 * ((1.959964 + 0.841621) * (0.08 / 1.959964) / 0.025) ** 2))
+        np.ceil(30 * ((1.959964 - 0.253347) * (0.08 / 1.959964) / 0.025) ** 2))
     assert claims.items_needed(0.02, 0.18, 30, None) is None
     assert claims.items_needed(0.0, 0.02, 500, 0.05) is None  # never at or below the units used
     t = xcomps_paper.subtle_negatives_harder(_xcomps(lambda *a: 0.7, n_items=30, seed=3), n_boot=300)
@@ -231,6 +254,14 @@ def test_items_needed_plans_for_the_smallest_effect_of_interest_not_the_estimate
     assert t.items_needed == claims.items_needed(t.ci_low, t.ci_high, 30, 0.05) > 30
     assert f"about {t.items_needed:,} items would give an 80% chance of deciding it" \
         in claims.claims_markdown([t])
+    # a test with no equivalence branch does not promise one: a smaller effect stays undecided
+    bare = replace(t, p_equivalent=math.nan)
+    assert "which this test does not have" in claims.claims_markdown([bare])
+    assert "would give an 80% chance" not in claims.claims_markdown([bare])
+    # a permutation over languages (no SESOI) says more items per language add no language
+    lang = replace(t, unit="language", n_items=17, sesoi=None, items_needed=None)
+    assert ("Not decided with these 17 languages: a permutation over languages decides an effect "
+            "but never its absence") in claims.claims_markdown([lang])
     # over many inconclusive runs, the printed size is always above the size used
     for s in range(40):
         t = xcomps_paper.subtle_negatives_harder(_xcomps(lambda *a: 0.7, n_items=30, seed=s),

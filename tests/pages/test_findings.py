@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from xcomps_utils.analysis import bmlama_study as B
 from xcomps_utils.analysis import claims, perplexity_paper
 
 REPO = Path(__file__).resolve().parents[2]
@@ -83,8 +84,9 @@ def test_findings_page_shows_what_the_pages_printed(tmp_path, monkeypatch):
 
 
 def test_deciding_sizes_say_decided_how_many_more_or_why_never(tmp_path, monkeypatch):
-    """One row per test: a decided one says so; an inconclusive one the units for 80% power at
-    its SESOI (its items_needed); one that cannot be decided its reason."""
+    """One row per test: a decided one says so; an inconclusive item claim the items that give
+    an 80% chance of deciding it (its items_needed); a claim about languages the languages that
+    would, from the design; one that cannot be decided its reason."""
     _verdict_folder(tmp_path / "verdicts", monkeypatch)
     items = pd.DataFrame({"pair_id": np.arange(40).astype(str),
                           "accuracy": np.r_[np.ones(21), np.zeros(19)]})
@@ -96,20 +98,73 @@ def test_deciding_sizes_say_decided_how_many_more_or_why_never(tmp_path, monkeyp
     got = dict(zip(sizes["verdict"] + ":" + sizes["n"].astype(str), sizes["to decide"]))
     assert got["supported:60"] == "decided" and got["contradicted:60"] == "decided"
     assert weak.verdict == "inconclusive" and weak.items_needed and weak.items_needed > 40
-    assert got["inconclusive:40"] == f"about {weak.items_needed:,} items (80% power at the SESOI)"
+    assert got["inconclusive:40"] == (f"about {weak.items_needed:,} items (80% chance of "
+                                      f"deciding it either way)")
     assert got["cannot be decided:5"].startswith("not by more items of these: ")
+    assert sizes.set_index("verdict")["outcome"].to_dict() == {
+        "supported": "decided", "contradicted": "decided", "inconclusive":
+        "more data decides it", "cannot be decided": "undecidable by design"}
     # a page whose data hold fewer items than needed: no size of them decides it
     page = rows.loc[rows.verdict == "inconclusive", "page"].iloc[0]
     capped = claims.deciding_sizes(rows, available={page: 40})
     line = capped.loc[capped.verdict == "inconclusive", "to decide"].iloc[0]
     assert line.endswith("; the data hold 40: no size of the available data decides it")
-    # no SESOI: a claim about languages says what more data per language does
-    lang = rows[rows.verdict == "inconclusive"].assign(unit="language", n_items=17,
-                                                      items_needed=np.nan)
-    item = lang.assign(unit="item")
-    said = claims.deciding_sizes(pd.concat([lang, item]))["to decide"].tolist()
-    assert said[0].startswith("no smallest effect of interest declared: a claim about these 17 "
-                              "languages, which more items per language")
-    assert said[1] == "no smallest effect of interest declared"
+    assert capped.loc[capped.verdict == "inconclusive", "outcome"].iloc[0] == \
+        "undecidable by design"
     roomy = claims.deciding_sizes(rows, available={page: 10 ** 6})
     assert roomy.loc[roomy.verdict == "inconclusive", "to decide"].iloc[0] == got["inconclusive:40"]
+    # no SESOI and no equivalence test: an effect is decided, never its absence
+    lang = rows[rows.verdict == "inconclusive"].assign(unit="language", n_items=17,
+                                                      items_needed=np.nan, sesoi=np.nan,
+                                                      p_equivalent=np.nan)
+    item = lang.assign(unit="item")
+    said = claims.deciding_sizes(pd.concat([lang, item]))
+    assert said["to decide"].tolist() == [
+        "a permutation over languages decides an effect but never its absence; no smallest "
+        "effect of interest is declared for this measure",
+        "no smallest effect of interest declared: more items decide an effect, never its absence"]
+    assert said["outcome"].tolist() == ["needs an equivalence test"] * 2
+    # the languages that would decide it either way, keyed by page and claim (or claim alone):
+    # more than any benchmark here has (53) is undecidable by design, whatever this test is
+    key = (lang["page"].iloc[0], lang["claim"].iloc[0])
+    for k, outcome in ((131, "undecidable by design"), (50, "needs an equivalence test")):
+        row = claims.deciding_sizes(lang, languages_to_decide={key: k}).iloc[0]
+        assert row["outcome"] == outcome
+        assert (f"about {k} languages measured without error would decide it either way"
+                in row["to decide"])
+    far = claims.deciding_sizes(lang, languages_to_decide={key[1]: 131}).iloc[0]["to decide"]
+    assert far.endswith("; no benchmark here has more than 53 languages: no size of the "
+                        "available data decides it")
+    other = claims.deciding_sizes(lang, languages_to_decide={("elsewhere", key[1]): 131})
+    assert other.iloc[0]["outcome"] == "needs an equivalence test"     # another page's number
+    # a claim about languages with an equivalence test, within reach: more data decides it
+    eq = claims.deciding_sizes(lang.assign(p_equivalent=0.3), languages_to_decide={key: 50})
+    assert eq.iloc[0]["outcome"] == "more data decides it"
+
+
+def test_findings_sizes_reads_what_the_xcomps_sample_holds_and_counts_the_outcomes():
+    """The page's table: an XCOMPS item claim needing more than the sample's 30 items is
+    undecidable on the sample; Direct ~ Neuro needs more languages than any benchmark has; a
+    BMLAMA resource trend would need an equivalence test; the sentence counts each outcome."""
+    from xcomps_utils.pages import chapters
+
+    base = {"model": "m", "role": "confirmatory", "sesoi": np.nan, "ci_low": np.nan,
+            "ci_high": np.nan, "reason": "", "p_equivalent": np.nan}
+    rows = pd.DataFrame([
+        {**base, "page": "xcomps_results", "claim": "direct_tracks_neuro", "verdict":
+         "inconclusive", "n_items": 7, "unit": "language", "items_needed": np.nan, "sesoi": 0.3},
+        {**base, "page": "bmlama_languages", "claim": "resource_trend", "verdict": "inconclusive",
+         "n_items": 53, "unit": "language", "items_needed": np.nan},
+        {**base, "page": "xcomps_token_level", "claim": "prior_favours_acceptable", "verdict":
+         "inconclusive", "n_items": 30, "unit": "item", "items_needed": 45, "sesoi": 0.1},
+        {**base, "page": "xcomps_results", "claim": "english_advantage", "verdict": "supported",
+         "n_items": 30, "unit": "item", "items_needed": np.nan}])
+    summary, sizes = chapters.findings_sizes(rows)
+    assert summary == ("Of **4 confirmatory tests**: decided: 1; more data decides it: 0; needs "
+                       "an equivalence test: 1; undecidable by design: 2.")
+    said = sizes["to decide"].tolist()
+    r = B.languages_to_decide(0.3, kind="correlation")
+    assert said[0].startswith(f"about {r} languages measured without error")
+    k = B.languages_to_decide(0.05, 0.05)
+    assert f"about {k} languages measured without error" in said[1] and k <= 53
+    assert said[2].endswith("; the data hold 30: no size of the available data decides it")

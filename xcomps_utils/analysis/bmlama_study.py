@@ -561,6 +561,55 @@ def minimum_detectable_effect(n_languages: int, between_sd: float, kind: str = "
     raise ValueError(f"kind must be 'slope', 'correlation' or 'rank', got {kind!r}")
 
 
+def _facts_to_decide(n: int, planned_sd: float, mean_se: float, n_facts: int,
+                     power: float = 0.8) -> float:
+    """Facts a language at which ``n`` languages decide a trend of ``SESOI["slope"]`` either way
+    (:func:`languages_to_decide`'s criterion): the total spread may be at most
+    ``(sesoi / 2) / mde(n, 1, power / 2)``, of which ``planned_sd`` is the languages' own and the
+    rest each language's error, ``mean_se`` at ``n_facts`` shrinking as ``1 / sqrt(facts)``."""
+    unit = minimum_detectable_effect(n, 1.0, "slope", power=power / 2)
+    most_sd = SESOI["slope"] / 2 / unit
+    if most_sd <= planned_sd or not mean_se > 0:
+        return math.inf
+    return float(math.ceil(n_facts * (mean_se / math.sqrt(most_sd ** 2 - planned_sd ** 2)) ** 2))
+
+
+def languages_to_decide(sesoi: float, between_sd: float = 0.0, kind: str = "slope",
+                        power: float = 0.8, alpha: float = ALPHA, most: int = 10 ** 4) -> int:
+    """How many languages would decide a language-level claim *whatever the true effect*, with
+    every language measured without error: an effect of ``sesoi`` or more detected, a smaller one
+    shown equivalent (were the test given an equivalence branch at ``±sesoi``), with an 80%
+    (``power``) chance. As in :func:`xcomps_utils.analysis.claims.items_needed`, the hardest
+    true effect is ``sesoi / 2``, where the two decisions exclude each other and each must come
+    with probability ``power / 2``: the smallest ``n`` whose :func:`minimum_detectable_effect`
+    at power ``power / 2`` is ``sesoi / 2`` or less (``kind``: ``"slope"`` with tiers coded as
+    on BMLAMA-53, ``between_sd`` the languages' spread around the trend; ``"correlation"`` by
+    Fisher's z). A plain test over languages at two-sided ``alpha``: a within-family permutation
+    or a family's correction needs more.
+
+    Returns:
+        the number of languages, or ``most + 1`` when even ``most`` do not suffice.
+
+    Raises:
+        ValueError: ``sesoi`` not positive, an unknown ``kind``.
+    """
+    if not sesoi > 0:
+        raise ValueError(f"sesoi must be positive, got {sesoi!r}")
+    if kind not in ("slope", "correlation"):
+        raise ValueError(f"kind must be 'slope' or 'correlation', got {kind!r}")
+
+    def ok(n: int) -> bool:
+        return minimum_detectable_effect(n, between_sd, kind, alpha=alpha,
+                                         power=power / 2) <= sesoi / 2
+    if not ok(most):
+        return most + 1
+    lo, hi = 4, most                          # the effect shrinks with n: bisect the first n
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
+    return lo
+
+
 # --- cross-lingual consistency --------------------------------------------------------------
 
 def candidate_scores(pairs: pd.DataFrame, reduction: str = "mean", prefix: str = "direct"
@@ -844,8 +893,15 @@ def power_table(tables: dict[str, pd.DataFrame], n_facts: int, sizes=(17, 53),
     Returns:
         one row per model x ``n``: ``between_sd``, ``observed_sd``, ``planned_sd``,
         ``mean_se``, ``facts_now``, ``facts_needed``, ``mde_resource_slope`` (at the deciding
-        size), ``mde_resource_slope_now`` (at ``n_facts``), ``mde_english``, ``mde_english_alone``,
-        ``mde_correlation`` (inf: no effect is detectable).
+        size), ``mde_resource_slope_now`` (at ``n_facts``), ``mde_resource_slope_limit`` (with
+        every language's error gone: no number of facts detects a smaller trend across ``n``
+        languages), ``mde_english``, ``mde_english_alone``,
+        ``mde_correlation`` (inf: no effect is detectable), ``languages_to_decide_slope`` and
+        ``languages_to_decide_correlation`` (:func:`languages_to_decide` at the book's SESOI,
+        0.05 per tier step and r = 0.3: the languages that would decide a trend or a correlation
+        whichever way it goes, with no noise left), and ``facts_to_decide_slope`` (the facts a
+        language at which ``n`` languages would decide the trend either way, were the test given
+        an equivalence branch; inf when no number does).
     """
     rows = []
     for model, t in tables.items():
@@ -863,10 +919,20 @@ def power_table(tables: dict[str, pd.DataFrame], n_facts: int, sizes=(17, 53),
                          # the same, with this run's noise instead of the deciding size's
                          "mde_resource_slope_now": minimum_detectable_effect(
                              n, math.sqrt(planned ** 2 + sn["mean_se"] ** 2), "slope"),
+                         # and with no noise left (facts without end): what n languages allow
+                         "mde_resource_slope_limit": minimum_detectable_effect(n, planned,
+                                                                               "slope"),
                          "mde_english": minimum_detectable_effect(n, sd, "rank",
                                                                   alpha=ALPHA / family_size),
                          "mde_english_alone": minimum_detectable_effect(n, sd, "rank"),
-                         "mde_correlation": minimum_detectable_effect(n, sd, "correlation")})
+                         "mde_correlation": minimum_detectable_effect(n, sd, "correlation"),
+                         # deciding whatever the truth, no noise left, at the book's SESOI
+                         "languages_to_decide_slope": languages_to_decide(SESOI["slope"],
+                                                                          planned, "slope"),
+                         "facts_to_decide_slope": _facts_to_decide(n, planned, sn["mean_se"],
+                                                                   n_facts),
+                         "languages_to_decide_correlation": languages_to_decide(
+                             SESOI["correlation"], kind="correlation")})
     return pd.DataFrame(rows)
 
 

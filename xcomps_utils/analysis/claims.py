@@ -72,7 +72,8 @@ __all__ = ["ClaimTest", "cluster_bootstrap", "bootstrap_means", "verdict", "eval
            "percentile_interval", "bootstrap_p", "permutation_p", "SESOI",
            "equivalence_p", "MIN_BOOTSTRAP_UNITS", "testable", "verdict_label", "Family",
            "FAMILIES", "declared_family", "family_table", "read_verdicts", "verdict_counts",
-           "findings_markdown", "VERDICT_COLUMNS", "MODEL_PARAMETERS"]
+           "findings_markdown", "VERDICT_COLUMNS", "MODEL_PARAMETERS", "deciding_sizes",
+           "MOST_LANGUAGES", "SIZE_OUTCOMES"]
 
 DEFAULT_N_BOOT = 2000
 #: fewer units than this and a bootstrap gives no verdict ("cannot be decided"): the percentile
@@ -375,12 +376,14 @@ def items_needed(low: float, high: float, n: int, sesoi: float | None, power: fl
     true effect: supported (or contradicted) when it is at least ``sesoi`` away from the null,
     equivalent when it is within, from the precision this run reached.
 
-    The hardest true effect is halfway, ``sesoi / 2``: both a test against the null and the
-    equivalence test against ``±sesoi`` are then ``sesoi / 2`` away, so the interval's half-width
-    must be ``sesoi / 2`` at ``power``: ``n * ((z_(1-a/2) + z_power) * se / (sesoi / 2))**2``
-    with ``se`` = this interval's half-width / ``z_(1-a/2)`` and the standard error shrinking as
-    ``1 / sqrt(n)``. It uses the stated ``sesoi``, not the measured effect (post-hoc power is
-    biased and far too variable to plan with).
+    The hardest true effect is halfway, ``sesoi / 2``: the test against the null and the
+    equivalence test against ``±sesoi`` are then both ``sesoi / 2`` away, and the two decisions
+    exclude each other there, so each must come with probability ``power / 2``:
+    ``n * ((z_(1-a/2) + z_(power/2)) * se / (sesoi / 2))**2`` (``z_0.4`` = -0.25), with ``se``
+    = this interval's half-width / ``z_(1-a/2)`` and the standard error shrinking as
+    ``1 / sqrt(n)``. Any other true effect is decided more often (tested by simulation). It uses
+    the stated ``sesoi``, not the measured effect (post-hoc power is biased and far too variable
+    to plan with).
 
     Returns:
         an integer above ``n``, or ``None`` when the interval is undefined, no ``sesoi`` is
@@ -394,7 +397,7 @@ def items_needed(low: float, high: float, n: int, sesoi: float | None, power: fl
         return None
     z = norm.ppf(1 - (1 - confidence) / 2)
     se = half / z
-    need = int(math.ceil(n * ((z + norm.ppf(power)) * se / (sesoi / 2)) ** 2))
+    need = int(math.ceil(n * ((z + norm.ppf(power / 2)) * se / (sesoi / 2)) ** 2))
     return need if need > n else None
 
 
@@ -950,10 +953,20 @@ def _details(t: ClaimTest, digits: int) -> list[str]:
     if t.caveat:
         out.append(f"*Caveat:* {t.caveat}")
     if t.verdict == "inconclusive":
-        if t.items_needed and t.sesoi:
+        if t.items_needed and t.sesoi and not np.isfinite(t.p_equivalent):
+            out.append(f"Not decided at this size: about {t.items_needed:,} {t.unit}s would "
+                       f"decide it either way with an equivalence test within ±{t.sesoi:g}, which "
+                       f"this test does not have: an effect below {t.sesoi:g}, the smallest of "
+                       f"interest, stays undecided at any size.")
+        elif t.items_needed and t.sesoi:
             out.append(f"Not decided at this size: about {t.items_needed:,} {t.unit}s would give "
                        f"an 80% chance of deciding it (an effect of at least {t.sesoi:g}, the "
                        f"smallest of interest, or equivalence within ±{t.sesoi:g}).")
+        elif t.unit == "language":
+            out.append(f"Not decided with these {t.n_items} languages: a permutation over "
+                       f"languages decides an effect but never its absence, and more items per "
+                       f"language add no language (the findings page says what could decide "
+                       f"it).")
         else:
             out.append("Not decided at this size.")
     return out
@@ -1143,47 +1156,94 @@ def findings_markdown(rows: pd.DataFrame, digits: int = 2) -> str:
 
 
 
-def deciding_sizes(rows: pd.DataFrame, available: dict | None = None) -> pd.DataFrame:
+#: the most languages any benchmark of this study holds (BMLAMA-53): a claim about languages that
+#: needs more has no size of the available data that decides it
+MOST_LANGUAGES = 53
+
+#: what :func:`deciding_sizes` says of each test, in its ``outcome`` column
+SIZE_OUTCOMES = ("decided", "more data decides it", "needs an equivalence test",
+                 "undecidable by design")
+
+
+def deciding_sizes(rows: pd.DataFrame, available: dict | None = None,
+                   most_languages: int = MOST_LANGUAGES,
+                   languages_to_decide: dict | None = None) -> pd.DataFrame:
     """What size decides each test of :func:`read_verdicts` (issue 31's publish sizes): a row
     per test with ``page``, ``claim``, ``model``, ``verdict``, ``n`` (units behind it now),
-    ``unit`` and ``to decide``: "decided" for a supported, contradicted or equivalent verdict;
-    for an inconclusive one, about how many units give an 80% chance of deciding an effect of
-    the smallest size of interest (``items_needed``, from the interval's width,
-    :func:`items_needed`), or that no SESOI is declared (for a claim about languages: that more
-    items per language sharpen it); for "cannot be decided", why no outcome
-    of the test can reach the level at any size of these units (its ``reason``).
+    ``unit``, ``outcome`` (one of :data:`SIZE_OUTCOMES`) and ``to decide``, the sentence that
+    says why:
 
-    ``available`` maps a page to the units its data hold at most (the project's XCOMPS sample:
-    30 items): an inconclusive test that read them all and needs more says that no size of the
-    available data decides it."""
+    * a supported, contradicted or equivalent verdict: "decided";
+    * an inconclusive item claim with a smallest effect of interest: about how many items give
+      an 80% chance of deciding it whatever the true effect (``items_needed``): "more data
+      decides it", or undecidable by design when the data hold fewer ("no size of the available
+      data decides it");
+    * an inconclusive claim about languages: how many languages, each measured without error,
+      would decide it either way at the book's smallest effect (``languages_to_decide``, from
+      the design, not from this run's interval): undecidable by design when no benchmark here
+      has that many; otherwise, for a permutation over languages (which decides an effect but
+      never its absence), "needs an equivalence test";
+    * "cannot be decided": undecidable by design, with why no outcome of the test can reach the
+      level at any size of these units (its ``reason``).
+
+    Args:
+        available: page -> the items its data hold at most (the project's XCOMPS sample: 30),
+            or a dict of unit -> count. An item claim that read them all and needs more is
+            undecidable by design.
+        most_languages: the most languages any benchmark here holds (:data:`MOST_LANGUAGES`).
+        languages_to_decide: ``(page, claim)`` (or ``claim``) -> about how many languages
+            would decide it either way
+            (:func:`xcomps_utils.analysis.bmlama_study.languages_to_decide`).
+    """
     available = available or {}
+    languages_to_decide = languages_to_decide or {}
     out = []
     for _, row in rows.iterrows():
-        v = row["verdict"]
+        v, unit, n = row["verdict"], row["unit"], int(row["n_items"])
         if v in ("supported", "contradicted", "equivalent"):
-            what = "decided"
+            outcome, what = "decided", "decided"
+        elif v == "inconclusive" and unit == "language":
+            k = languages_to_decide.get((row["page"], row["claim"]),
+                                        languages_to_decide.get(row["claim"]))
+            k = int(k) if k is not None and np.isfinite(k) else None
+            p_eq = pd.to_numeric(row.get("p_equivalent"), errors="coerce")
+            how = (f"about {k:,} languages measured without error would decide it either way "
+                   f"at the book's smallest effect (80% chance, with an equivalence test)"
+                   if k is not None else "")
+            if k is not None and k > most_languages:
+                outcome = "undecidable by design"
+                what = (f"{how}; no benchmark here has more than {most_languages} languages: no "
+                        f"size of the available data decides it")
+            elif np.isfinite(p_eq):
+                outcome = "more data decides it"
+                what = how or "more facts per language decide it"
+            else:
+                outcome = "needs an equivalence test"
+                what = ("a permutation over languages decides an effect but never its absence"
+                        + (f"; {how}, within the {most_languages} languages a benchmark here "
+                           f"has" if k is not None else
+                           "; no smallest effect of interest is declared for this measure"))
         elif v == "inconclusive":
             need = pd.to_numeric(row.get("items_needed"), errors="coerce")
+            cap = available.get(row["page"])
+            cap = cap.get(unit) if isinstance(cap, dict) else cap
             if np.isfinite(need):
-                what = f"about {int(need):,} {row['unit']}s (80% power at the SESOI)"
-            elif row["unit"] == "language":
-                what = (f"no smallest effect of interest declared: a claim about these "
-                        f"{int(row['n_items']):,} languages, which more items per language "
-                        f"measure more precisely (the page's size planning says which effect "
-                        f"a size detects)")
+                what = f"about {int(need):,} {unit}s (80% chance of deciding it either way)"
+                # said only of a test that already read all the data hold (not a smaller sample)
+                if cap is not None and need > cap and n >= cap:
+                    outcome = "undecidable by design"
+                    what += f"; the data hold {int(cap):,}: no size of the available data decides it"
+                else:
+                    outcome = "more data decides it"
             else:
-                what = "no smallest effect of interest declared"
-            most = available.get(row["page"])
-            # said only of a test that already read all the data hold (not a smaller sample)
-            if (most is not None and np.isfinite(need) and need > most
-                    and int(row["n_items"]) >= most):
-                what += (f"; the data hold {int(most):,}: no size of the available data "
-                         f"decides it")
+                outcome = "needs an equivalence test"
+                what = (f"no smallest effect of interest declared: more {unit}s decide an "
+                        f"effect, never its absence")
         else:
-            what = f"not by more {row['unit']}s of these: {row.get('reason') or 'too few units'}"
+            outcome = "undecidable by design"
+            what = f"not by more {unit}s of these: {row.get('reason') or 'too few units'}"
         out.append({"page": row["page"], "claim": row["claim"], "model": row["model"],
-                    "verdict": v, "n": int(row["n_items"]), "unit": row["unit"],
-                    "to decide": what})
+                    "verdict": v, "n": n, "unit": unit, "outcome": outcome, "to decide": what})
     return pd.DataFrame(out, columns=["page", "claim", "model", "verdict", "n", "unit",
-                                      "to decide"])
+                                      "outcome", "to decide"])
 

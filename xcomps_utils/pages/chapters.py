@@ -15,12 +15,15 @@ them to a page.
 from __future__ import annotations
 
 import inspect
+import math
 import warnings
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+import numpy as np
 import pandas as pd
 
+from ..analysis.claims import MOST_LANGUAGES
 from ..errors import did_you_mean
 from ..runs import execute as _methods
 
@@ -466,5 +469,65 @@ def bmlama_size_summary(power: pd.DataFrame, cost: pd.DataFrame) -> str:
             + (f" At this run's {r.facts_now} facts the trend detected with 80% power is "
                f"{r.mde_resource_slope_now:.3f} per tier step: a smaller one is left "
                f"inconclusive, not ruled out." if r.facts_now < r.facts_needed
-               else ""))
+               else "")
+            + (f" No number of facts goes below {r.mde_resource_slope_limit:.3f}: with every "
+               f"language's error gone, {r.languages} languages detect no smaller trend with 80% "
+               f"power." if "mde_resource_slope_limit" in r else "")
+            + (_deciding_trend(r) if "languages_to_decide_slope" in r else ""))
+    if "languages_to_decide_correlation" in power and len(power):
+        k = int(power["languages_to_decide_correlation"].iloc[0])
+        most = MOST_LANGUAGES
+        out.append(f"* **Direct ~ Neuro and Direct ~ Meta** (a correlation across languages): "
+                   f"deciding one of r = 0.3 either way (found, or a smaller one shown "
+                   f"equivalent) with an 80% chance would take about {k:,} languages measured "
+                   f"without error"
+                   + (f"; no benchmark here has more than {most}: no size of these data decides "
+                      f"it." if k > most else "."))
     return "\n".join(out)
+
+
+def _deciding_trend(r) -> str:
+    """The sentence of :func:`bmlama_size_summary` on deciding a resource trend either way."""
+    k, most = int(r.languages_to_decide_slope), MOST_LANGUAGES
+    head = (f" Deciding the trend either way (one of 0.05 per tier step found, a smaller one "
+            f"shown equivalent) with an 80% chance would take about {k:,} languages measured "
+            f"without error")
+    if k > most:
+        return head + f"; no benchmark here has more than {most}: no size of these data does."
+    f = r.get("facts_to_decide_slope", math.inf)
+    return head + (f"; {r.languages} languages would do it at about {int(f):,} facts a language, "
+                   f"with an equivalence test at ±0.05, which this permutation test does not "
+                   f"have." if np.isfinite(f) else
+                   f"; {r.languages} languages are too few at any number of facts.")
+
+
+def findings_sizes(confirmatory: pd.DataFrame) -> tuple[str, pd.DataFrame]:
+    """The findings page's deciding sizes: :func:`xcomps_utils.analysis.claims.deciding_sizes`
+    of the confirmatory verdict rows, with the items the project's XCOMPS sample holds (a
+    language's concept-property items) and, for the claims about languages, how many languages
+    would decide them either way at the book's smallest effects
+    (:func:`xcomps_utils.analysis.bmlama_study.languages_to_decide`, each language measured
+    without error): a correlation of 0.3 (Direct ~ Neuro), and a resource trend of 0.05 per
+    tier step over languages spread by 0.05 around it (the least spread the BMLAMA page plans
+    for; a wider spread needs more).
+
+    Returns:
+        ``(summary, sizes)``: a Markdown sentence counting the outcomes, and the table.
+    """
+    from ..analysis import bmlama_study, claims
+    from ..pairs import xcomps
+
+    items = xcomps.load_languages(["en"], items_per_language=None)["item"].nunique()
+    available = {p: items for p in ("xcomps_results", "xcomps_token_level",
+                                    "xcomps_token_level_agreement")}
+    s = claims.SESOI
+    r = bmlama_study.languages_to_decide(s["correlation"], kind="correlation")
+    need = {("bmlama_languages", "resource_trend"):
+            bmlama_study.languages_to_decide(s["slope"], s["accuracy"]),
+            ("bmlama_languages", "direct_tracks_neuro"): r,
+            ("xcomps_results", "direct_tracks_neuro"): r}
+    sizes = claims.deciding_sizes(confirmatory, available, languages_to_decide=need)
+    n = sizes["outcome"].value_counts()
+    summary = (f"Of **{len(sizes)} confirmatory tests**: "
+               + "; ".join(f"{o}: {n.get(o, 0)}" for o in claims.SIZE_OUTCOMES) + ".")
+    return summary, sizes
