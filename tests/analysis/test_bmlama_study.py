@@ -192,16 +192,18 @@ def test_resource_trend_null_rate_power_and_the_family_trap():
     typ = _typology53()
     rng = np.random.default_rng(1)
     n = 150
+    # a trend claimed where there is none (equivalent is the right answer to a zero slope)
+    wrong = ("supported", "contradicted")
     null = [B.resource_trend(_values(typ, rng, family_sd=0.05), typ, n_perm=199, seed=k)
             for k in range(n)]
-    assert np.mean([t.verdict != "inconclusive" for t in null]) <= _bound(ALPHA, n)
+    assert np.mean([t.verdict in wrong for t in null]) <= _bound(ALPHA, n)
     # the trap: a family effect (Indo-European better known), no tier effect at all
     fam_tests = {s: [] for s in ("family", None)}
     for k in range(n):
         v = _values(typ, rng, ie_effect=0.15, sd=0.05)
         for s in fam_tests:
             fam_tests[s].append(B.resource_trend(v, typ, strata=s, n_perm=199, seed=k).verdict
-                                != "inconclusive")
+                                in wrong)
     assert np.mean(fam_tests["family"]) <= _bound(ALPHA, n)
     assert np.mean(fam_tests[None]) > 0.2          # the plain permutation decides it
     # power at the stated effect: the minimum detectable slope of the within-family design
@@ -210,6 +212,27 @@ def test_resource_trend_null_rate_power_and_the_family_trap():
     hits = [B.resource_trend(_values(typ, rng, slope=mde), typ, n_perm=199, seed=k).verdict
             == "supported" for k in range(100)]
     assert np.mean(hits) >= 0.8 - 3 * math.sqrt(0.16 / 100)
+
+
+def test_resource_trend_equivalence_is_reachable_and_rarely_wrong_at_the_margin():
+    """The equivalence branch (the permutation test inverted at ±0.05 per tier step): a zero
+    slope over 53 precisely measured languages is shown equivalent; one of exactly the margin is
+    shown equivalent at most at the one-sided level (0.025); one of 0.15 is supported, never
+    equivalent; with the margin left out the test cannot say equivalent at all."""
+    typ = _typology53()
+    rng = np.random.default_rng(4)
+    flat = [B.resource_trend(_values(typ, rng, sd=0.01), typ, n_perm=199, seed=k)
+            for k in range(40)]
+    assert np.mean([t.verdict == "equivalent" for t in flat]) >= 0.8
+    t = flat[0]
+    assert t.sesoi == t.margin == 0.05 and 0 < t.p_equivalent <= 0.025
+    edge = [B.resource_trend(_values(typ, rng, slope=0.05, sd=0.05), typ, n_perm=199,
+                             seed=k).verdict for k in range(150)]
+    assert np.mean([v == "equivalent" for v in edge]) <= _bound(ALPHA / 2, 150)
+    steep = B.resource_trend(_values(typ, rng, slope=0.15, sd=0.02), typ, n_perm=199)
+    assert steep.verdict == "supported" and steep.p_equivalent > 0.5
+    bare = B.resource_trend(_values(typ, rng, sd=0.01), typ, n_perm=199, sesoi=None)
+    assert bare.verdict == "inconclusive" and not np.isfinite(bare.p_equivalent)
 
 
 def test_one_language_with_a_signal_does_not_make_a_trend():

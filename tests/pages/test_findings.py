@@ -140,6 +140,8 @@ def test_deciding_sizes_say_decided_how_many_more_or_why_never(tmp_path, monkeyp
     # a claim about languages with an equivalence test, within reach: more data decides it
     eq = claims.deciding_sizes(lang.assign(p_equivalent=0.3), languages_to_decide={key: 50})
     assert eq.iloc[0]["outcome"] == "more data decides it"
+    assert eq.iloc[0]["to decide"].endswith("; these languages do, with more items per language "
+                                            "(the page's size planning says how many)")
 
 
 def test_findings_sizes_reads_what_the_xcomps_sample_holds_and_counts_the_outcomes():

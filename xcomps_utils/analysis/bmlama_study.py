@@ -54,7 +54,8 @@ import numpy as np
 import pandas as pd
 
 from ..lm.precision import decide, per_unit_tolerance
-from .claims import ALPHA, SESOI, ClaimTest, bootstrap_means, correct, language_claim
+from .claims import (ALPHA, SESOI, ClaimTest, bootstrap_means, correct, finish, language_claim,
+                     permutation_p, permutation_test)
 from .scored import scored_pairs as _scored_pairs
 
 __all__ = ["REDUCTIONS", "TIER_ORDER", "TYPE_ORDER", "BMLAMA_SOURCE", "RANKC_SOURCE",
@@ -334,8 +335,25 @@ def _strata(d: pd.DataFrame, strata: str | None):
     return s if s.nunique() > 1 else None
 
 
+def _equivalence_p(v: np.ndarray, x: np.ndarray, strata, margin: float, n_perm: int,
+                   seed: int) -> float:
+    """The TOST p that the slope of ``v`` on ``x`` lies within ``±margin``, by inverting the
+    trend's own permutation test: were the slope ``+margin``, ``v - margin * x`` would not depend
+    on ``x`` (its languages exchangeable within ``strata``), so a rank slope of it below what
+    relabelings give rejects a slope of ``+margin`` or more; ``v + margin * x`` likewise rejects
+    ``-margin`` or less. The larger of the two one-sided p (each exact, or drawn as the trend's)."""
+    lab = x.astype(object)
+    ps = []
+    for shift, side in ((+margin, -1), (-margin, +1)):
+        w = pd.Series(v - shift * x).rank().to_numpy(float)
+        obs, null, exact = permutation_test(lab, lambda l: _slope(w, l.astype(float)), strata,
+                                            n_perm, seed)
+        ps.append(permutation_p(obs, null, exact, side)[0])
+    return float(max(ps))
+
+
 def _trend(claim, hypothesis, table, typology, value, label, order, direction, strata,
-           n_perm, seed, unit_words, scope):
+           n_perm, seed, unit_words, scope, sesoi=None):
     cols = [label] + ([strata] if strata else [])
     d = _aligned(table, value, typology, list(dict.fromkeys(cols)))
     x = d[label].map(order) if order is not None else d[label].astype(float)
@@ -358,12 +376,20 @@ def _trend(claim, hypothesis, table, typology, value, label, order, direction, s
                 f"a family effect cannot make the verdict" if st is not None else
                 "languages permuted freely: related languages are treated as independent"),
         n_perm=n_perm, seed=seed)
-    return replace(t, effect=_slope(d[value].to_numpy(float), x.to_numpy(float)))
+    v, xv = d[value].to_numpy(float), x.to_numpy(float)
+    t = replace(t, effect=_slope(v, xv))
+    if sesoi is None:
+        return t
+    p_eq = _equivalence_p(v, xv, None if st is None else st.to_numpy(dtype=object), sesoi,
+                          n_perm, seed)
+    return finish(replace(t, sesoi=sesoi, margin=sesoi, p_equivalent=p_eq),
+                  (1 - t.confidence) / 2)
 
 
 def resource_trend(table: pd.DataFrame, typology: pd.DataFrame, value: str = "beyond",
                    tier: str = "resource_tier", strata: str | None = "family",
-                   n_perm: int = 9999, seed: int = 0, scope: str = "") -> ClaimTest:
+                   n_perm: int = 9999, seed: int = 0, scope: str = "",
+                   sesoi: float | None = SESOI["slope"]) -> ClaimTest:
     """*Knowledge deteriorates in lower-resource languages* (He et al. 2025, §1, §4.3): the slope
     of a language's ``value`` (accuracy beyond the control by default) on its resource tier
     (low 0, medium 1, high 2), predicted positive.
@@ -373,12 +399,17 @@ def resource_trend(table: pd.DataFrame, typology: pd.DataFrame, value: str = "be
     labelings), so a family effect correlated with tier (Indo-European languages high-resource
     and better known) is part of the null. ``strata=None`` is the plain permutation (the trap).
 
+    Equivalence (``sesoi``, the book's smallest slope of interest, 0.05 per tier step): the
+    slope is shown within ``±sesoi`` by inverting the same permutation test
+    (:func:`_equivalence_p`, two one-sided tests under an additive trend), so "no trend that
+    matters" can be decided too; ``sesoi=None`` leaves it out.
+
     Raises:
         ValueError: a missing column, fewer than two tiers among the languages.
     """
     return _trend("resource_trend", "accuracy is higher in higher-resource languages", table,
                   typology, value, tier, TIER_ORDER, +1, strata, n_perm, seed, "tier step",
-                  scope)
+                  scope, sesoi)
 
 
 def morphology_trend(table: pd.DataFrame, typology: pd.DataFrame, value: str = "beyond",

@@ -700,7 +700,7 @@ FAMILIES = {f.name: f for f in (
     Family("pivot share per language", "grammar_across_languages", "exploratory",
            {"pivot_carries_most": None, "pivot_influence": _P}),
     Family("BMLAMA, primary claims", "bmlama_languages", "confirmatory",
-           {"resource_trend": None, "morphology_trend": None, "english_rank": None,
+           {"resource_trend": SESOI["slope"], "morphology_trend": None, "english_rank": None,
             "direct_tracks_neuro": None}),
     Family("BMLAMA, other claims", "bmlama_languages", "exploratory",
            {"direct_tracks_meta": None, "consistency_follows_family": None,
@@ -1216,7 +1216,10 @@ def deciding_sizes(rows: pd.DataFrame, available: dict | None = None,
                         f"size of the available data decides it")
             elif np.isfinite(p_eq):
                 outcome = "more data decides it"
-                what = how or "more facts per language decide it"
+                what = ((how + "; these languages do, with more items per language (the page's "
+                         "size planning says how many)") if how else
+                        "more items per language decide it (the page's size planning says how "
+                        "many)")
             else:
                 outcome = "needs an equivalence test"
                 what = ("a permutation over languages decides an effect but never its absence"

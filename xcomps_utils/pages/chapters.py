@@ -495,9 +495,9 @@ def _deciding_trend(r) -> str:
     if k > most:
         return head + f"; no benchmark here has more than {most}: no size of these data does."
     f = r.get("facts_to_decide_slope", math.inf)
-    return head + (f"; {r.languages} languages would do it at about {int(f):,} facts a language, "
-                   f"with an equivalence test at ±0.05, which this permutation test does not "
-                   f"have." if np.isfinite(f) else
+    return head + (f"; {r.languages} languages would do it at about {int(f):,} facts a "
+                   f"language (the resource trend's test has the equivalence branch at ±0.05)."
+                   if np.isfinite(f) else
                    f"; {r.languages} languages are too few at any number of facts.")
 
 
