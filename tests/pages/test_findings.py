@@ -164,6 +164,14 @@ def test_findings_sizes_reads_what_the_xcomps_sample_holds_and_counts_the_outcom
     summary, sizes = chapters.findings_sizes(rows)
     assert summary == ("Of **4 confirmatory tests**: decided: 1; more data decides it: 0; needs "
                        "an equivalence test: 1; undecidable by design: 2.")
+    assert list(sizes.columns) == ["claim", "model", "verdict", "outcome", "to decide", "n",
+                                   "unit", "page"]
+    table = claims.deciding_sizes_markdown(sizes)
+    assert table.count("\n| {doc}`") == 4 and "xcomps-verdicts" in table      # framed: wraps
+    assert ("| {doc}`direct tracks neuro </executed/xcomps_results>` | m | inconclusive | 7 "
+            "languages | **undecidable by design**: about ") in table
+    assert claims.deciding_sizes_markdown(sizes.iloc[:0]) == ""
+    assert "| 30 items | **decided** |" in table                          # not "decided: decided"
     said = sizes["to decide"].tolist()
     r = B.languages_to_decide(0.3, kind="correlation")
     assert said[0].startswith(f"about {r} languages measured without error")

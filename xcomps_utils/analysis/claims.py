@@ -73,7 +73,7 @@ __all__ = ["ClaimTest", "cluster_bootstrap", "bootstrap_means", "verdict", "eval
            "equivalence_p", "MIN_BOOTSTRAP_UNITS", "testable", "verdict_label", "Family",
            "FAMILIES", "declared_family", "family_table", "read_verdicts", "verdict_counts",
            "findings_markdown", "VERDICT_COLUMNS", "MODEL_PARAMETERS", "deciding_sizes",
-           "MOST_LANGUAGES", "SIZE_OUTCOMES"]
+           "MOST_LANGUAGES", "SIZE_OUTCOMES", "deciding_sizes_markdown"]
 
 DEFAULT_N_BOOT = 2000
 #: fewer units than this and a bootstrap gives no verdict ("cannot be decided"): the percentile
@@ -1154,6 +1154,23 @@ def findings_markdown(rows: pd.DataFrame, digits: int = 2) -> str:
                      f"{t.n_items:,} {_cell(t.unit)}s | {_cell(t.scope)} |")
     return _framed(lines)
 
+
+
+def deciding_sizes_markdown(sizes: pd.DataFrame) -> str:
+    """The rows of :func:`deciding_sizes` as one Markdown table whose cells wrap (the text
+    column holds it): the claim linked to its page, the model, the verdict, the units behind it,
+    and the outcome in bold with why. No rows: ``""``."""
+    if sizes.empty:
+        return ""
+    lines = ["| claim | model | verdict | n | outcome: why |", "| --- | --- | --- | --- | --- |"]
+    for _, r in sizes.iterrows():
+        page = r["page"]
+        lines.append(f"| {{doc}}`{_cell(r['claim'].replace('_', ' '))} </executed/{page}>` | "
+                     f"{_cell(r['model'])} | {_cell(r['verdict'])} | {int(r['n']):,} "
+                     f"{_cell(r['unit'])}s | **{_cell(r['outcome'])}**"
+                     + ("" if r["to decide"] == r["outcome"] else f": {_cell(r['to decide'])}")
+                     + " |")
+    return _framed(lines)
 
 
 #: the most languages any benchmark of this study holds (BMLAMA-53): a claim about languages that

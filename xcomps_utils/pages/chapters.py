@@ -512,7 +512,8 @@ def findings_sizes(confirmatory: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     for; a wider spread needs more).
 
     Returns:
-        ``(summary, sizes)``: a Markdown sentence counting the outcomes, and the table.
+        ``(summary, sizes)``: a Markdown sentence counting the outcomes, and the table (what a
+        reader looks for first: claim, model, verdict, outcome and why, then n, unit and page).
     """
     from ..analysis import bmlama_study, claims
     from ..pairs import xcomps
@@ -526,7 +527,8 @@ def findings_sizes(confirmatory: pd.DataFrame) -> tuple[str, pd.DataFrame]:
             bmlama_study.languages_to_decide(s["slope"], s["accuracy"]),
             ("bmlama_languages", "direct_tracks_neuro"): r,
             ("xcomps_results", "direct_tracks_neuro"): r}
-    sizes = claims.deciding_sizes(confirmatory, available, languages_to_decide=need)
+    sizes = claims.deciding_sizes(confirmatory, available, languages_to_decide=need)[
+        ["claim", "model", "verdict", "outcome", "to decide", "n", "unit", "page"]]
     n = sizes["outcome"].value_counts()
     summary = (f"Of **{len(sizes)} confirmatory tests**: "
                + "; ".join(f"{o}: {n.get(o, 0)}" for o in claims.SIZE_OUTCOMES) + ".")
