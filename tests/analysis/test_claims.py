@@ -261,7 +261,12 @@ def test_items_needed_plans_for_the_smallest_effect_of_interest_not_the_estimate
     # a permutation over languages (no SESOI) says more items per language add no language
     lang = replace(t, unit="language", n_items=17, sesoi=None, items_needed=None)
     assert ("Not decided with these 17 languages: a permutation over languages decides an effect "
-            "but never its absence") in claims.claims_markdown([lang])
+            "but never its absence") in claims.claims_markdown([replace(lang,
+                                                                      p_equivalent=math.nan)])
+    # ... one with an equivalence branch (the resource trend) can still be shown absent
+    shown = claims.claims_markdown([replace(lang, p_equivalent=0.2, margin=0.05)])
+    assert "neither a trend nor its absence (within ±0.05) yet" in shown
+    assert "never its absence" not in shown
     # over many inconclusive runs, the printed size is always above the size used
     for s in range(40):
         t = xcomps_paper.subtle_negatives_harder(_xcomps(lambda *a: 0.7, n_items=30, seed=s),

@@ -962,6 +962,10 @@ def _details(t: ClaimTest, digits: int) -> list[str]:
             out.append(f"Not decided at this size: about {t.items_needed:,} {t.unit}s would give "
                        f"an 80% chance of deciding it (an effect of at least {t.sesoi:g}, the "
                        f"smallest of interest, or equivalence within ±{t.sesoi:g}).")
+        elif t.unit == "language" and np.isfinite(t.p_equivalent):
+            out.append(f"Not decided with these {t.n_items} languages: neither a trend nor its "
+                       f"absence (within ±{t.margin:g}) yet; more items per language measure "
+                       f"each language more precisely (the page's size planning says how many).")
         elif t.unit == "language":
             out.append(f"Not decided with these {t.n_items} languages: a permutation over "
                        f"languages decides an effect but never its absence, and more items per "
