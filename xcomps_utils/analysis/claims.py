@@ -1208,9 +1208,8 @@ def deciding_sizes(rows: pd.DataFrame, available: dict | None = None,
       level at any size of these units (its ``reason``).
 
     Args:
-        available: page -> the items its data hold at most (the project's XCOMPS sample: 30),
-            or a dict of unit -> count. An item claim that read them all and needs more is
-            undecidable by design.
+        available: page -> the items its data hold at most (the project's XCOMPS sample: 30).
+            An item claim that read them all and needs more is undecidable by design.
         most_languages: the most languages any benchmark here holds (:data:`MOST_LANGUAGES`).
         languages_to_decide: ``(page, claim)`` (or ``claim``) -> about how many languages
             would decide it either way
@@ -1250,7 +1249,6 @@ def deciding_sizes(rows: pd.DataFrame, available: dict | None = None,
         elif v == "inconclusive":
             need = pd.to_numeric(row.get("items_needed"), errors="coerce")
             cap = available.get(row["page"])
-            cap = cap.get(unit) if isinstance(cap, dict) else cap
             if np.isfinite(need):
                 what = f"about {int(need):,} {unit}s (80% chance of deciding it either way)"
                 # said only of a test that already read all the data hold (not a smaller sample)
