@@ -78,6 +78,9 @@ def _typology53() -> pd.DataFrame:
     # a morphology index that varies inside families too
     t["morphology_index"] = rng.normal(0, 1, 53) + t["family"].map(
         {"ura": 1.0, "tur": 1.0, "jap": 1.0, "kor": 1.0}).fillna(0)
+    # the same on [0, 1], as a share such as Grambank's bound inflection is
+    mi = t["morphology_index"]
+    t["morphology_share"] = (mi - mi.min()) / (mi.max() - mi.min())
     return t
 
 
@@ -235,6 +238,62 @@ def test_resource_trend_equivalence_is_reachable_and_rarely_wrong_at_the_margin(
     assert bare.verdict == "inconclusive" and not np.isfinite(bare.p_equivalent)
 
 
+def test_trend_interval_is_the_test_inverted_and_covers_the_true_slope():
+    """A trend's interval is the slopes its own permutation test does not reject: it excludes 0
+    exactly when the test decides at the 5% level, lies inside ±margin exactly when the trend is
+    shown equivalent, covers the true slope of an additive trend about 95% of the time, and is
+    left out (NaN) where no relabeling can decide (the paper's types within families)."""
+    typ = _typology53()
+    rng = np.random.default_rng(8)
+    covered, agree = [], []
+    for k in range(100):
+        t = B.resource_trend(_values(typ, rng, slope=0.03, sd=0.04), typ, n_perm=199, seed=k)
+        lo, hi = t.ci_low, t.ci_high
+        assert lo <= t.effect <= hi or not (lo <= hi)
+        covered.append(lo <= 0.03 <= hi)
+        two_sided = 2 * min(t.p_supported, t.p_contradicted)
+        agree.append((lo > 0 or hi < 0) == (two_sided <= 0.05))
+        agree.append((t.verdict == "equivalent") == (-0.05 < lo and hi < 0.05))
+        # the vectorized test at slope 0 is the trend's own test, draw for draw
+        assert t.interval_at.p(0.0)[0] == pytest.approx(t.p_supported)
+    assert np.mean(covered) >= 1 - _bound(ALPHA, 100) and np.mean(covered) < 1
+    assert all(agree)
+    # at another level the interval narrows or widens with it
+    lo90, hi90 = t.interval_at(0.10)
+    lo99, hi99 = t.interval_at(0.01)
+    assert lo99 <= t.ci_low <= lo90 and hi90 <= t.ci_high <= hi99
+    from xcomps_utils.analysis import claims
+    assert "*description* [" not in claims.claims_markdown([t])
+    # in a family, the interval at the level Holm's correction gave a trend is the one its
+    # verdict reads: it excludes 0 exactly when the trend is decided
+    checked = 0
+    for k, slope in enumerate((0.0, 0.02, 0.04, 0.08)):
+        v = _values(typ, rng, slope=slope, sd=0.04)
+        v["beyond"] -= 0.1 * typ["morphology_share"]
+        for t in B.language_claims(v, typ, "s", "beyond", "morphology_share", n_perm=199,
+                                   seed=k)[0]:
+            if t.claim in ("resource_trend", "morphology_trend") and t.family_size > 1:
+                checked += 1
+                assert (t.adj_low > 0 or t.adj_high < 0) == (
+                    t.verdict in ("supported", "contradicted"))
+    assert checked >= 6
+    labs, exact = claims.relabelings(np.array(list("abab"), object), np.array([0, 0, 1, 1]))
+    assert exact and labs.shape == (4, 4)       # 2 orders in each of two strata
+    labs, exact = claims.relabelings(np.arange(30).astype(object), n_perm=50, seed=1)
+    assert not exact and labs.shape == (50, 30)
+    assert all(sorted(r) == list(range(30)) for r in labs)
+    t17 = _typology17()
+    types = B.morphology_trend(_values(t17, rng, col="paper_type", order=B.TYPE_ORDER), t17)
+    assert types.verdict == "cannot be decided"
+    assert np.isnan(types.ci_low) and np.isnan(types.ci_high)
+    # where no relabeling decides, the plain least-squares slope describes, and says so
+    d = t17.join(_values(t17, np.random.default_rng(0), col="paper_type", order=B.TYPE_ORDER))
+    assert types.measure.startswith("least-squares slope") and "a description" in types.measure
+    one = B.morphology_trend(d[["beyond"]], t17)
+    assert one.effect == pytest.approx(B._slope(d["beyond"].to_numpy(),
+                                                d["paper_type"].map(B.TYPE_ORDER).to_numpy()))
+
+
 def test_one_language_with_a_signal_does_not_make_a_trend():
     typ = _typology53()
     rng = np.random.default_rng(2)
@@ -242,7 +301,9 @@ def test_one_language_with_a_signal_does_not_make_a_trend():
     v.loc["en", "beyond"] += 1.0                 # English (high tier) far above everyone
     t = B.resource_trend(v, typ, n_perm=999)
     assert t.verdict != "supported" and t.p_supported > 0.025
-    assert t.effect > 0.05                       # the slope printed is the accuracy's
+    # the slope printed is the test's own estimate: one language does not move it either
+    assert abs(t.effect) < 0.02 and t.ci_low < t.effect < t.ci_high
+    assert B._slope(v["beyond"].to_numpy(), typ.resource_tier.map(B.TIER_ORDER)) > 0.05   # OLS
     hits = []
     for k in range(60):                          # on ranks, one language stays one rank
         w = _values(typ, rng)
@@ -277,9 +338,45 @@ def test_morphology_on_the_papers_17_types_cannot_be_decided_within_families():
     free = B.morphology_trend(v, t17, strata=None)
     assert free.verdict == "supported"
     typ = _typology53()
-    v53 = _values(typ, rng, slope=-0.05, sd=0.05, col="morphology_index", order=None)
-    assert B.morphology_trend(v53, typ, label="morphology_index", n_perm=999).verdict == \
+    v53 = _values(typ, rng, slope=-0.2, sd=0.05, col="morphology_share", order=None)
+    assert B.morphology_trend(v53, typ, label="morphology_share", n_perm=999).verdict == \
         "supported"
+    # the margin is per unit of a [0, 1] label: an index on another scale is refused, with how
+    with pytest.raises(ValueError, match="rescale 'morphology_index' to \\[0, 1\\]"):
+        B.morphology_trend(v53, typ, label="morphology_index", n_perm=99)
+    bare = B.morphology_trend(v53, typ, label="morphology_index", n_perm=99, sesoi=None)
+    assert bare.sesoi is None and not np.isfinite(bare.p_equivalent)
+
+
+def test_morphology_trend_equivalence_over_a_share_is_reachable_and_rarely_wrong():
+    """The morphology trend's equivalence branch, at ±0.10 from a [0, 1] label's one end to the
+    other: no trend over 53 precisely measured languages is shown equivalent; a trend of exactly
+    the margin (either sign) is shown equivalent at most at the one-sided level; a steep one in
+    the predicted direction is supported, never equivalent. The paper's types are read on the
+    same [0, 1] scale, and their few within-family relabelings still decide nothing."""
+    typ = _typology53()
+    rng = np.random.default_rng(11)
+    flat = [B.morphology_trend(_values(typ, rng, sd=0.005, col="morphology_share", order=None),
+                               typ, label="morphology_share", n_perm=199, seed=k)
+            for k in range(30)]
+    assert np.mean([t.verdict == "equivalent" for t in flat]) >= 0.8
+    assert flat[0].sesoi == flat[0].margin == 0.1
+    for slope in (-0.1, 0.1):
+        # noisy enough that the margin is hard to tell (a third or so left inconclusive)
+        edge = [B.morphology_trend(_values(typ, rng, slope=slope, sd=0.05,
+                                           col="morphology_share", order=None),
+                                   typ, label="morphology_share", n_perm=199, seed=k).verdict
+                for k in range(100)]
+        assert np.mean([v == "equivalent" for v in edge]) <= _bound(ALPHA / 2, 100)
+        assert np.mean([v == "inconclusive" for v in edge]) > 0.15
+    steep = B.morphology_trend(_values(typ, rng, slope=-0.4, sd=0.02, col="morphology_share",
+                                       order=None), typ, label="morphology_share", n_perm=199)
+    assert steep.verdict == "supported" and steep.effect < -0.3 and steep.p_equivalent > 0.5
+    t17 = _typology17()
+    types = B.morphology_trend(_values(t17, rng, sd=0.001, col="paper_type",
+                                       order=B.TYPE_ORDER), t17)
+    assert types.verdict == "cannot be decided" and types.sesoi == 0.1
+    assert "analytic 0 to agglutinative 1" in types.measure
 
 
 def test_methods_track_null_with_shared_family_effects_and_power():
@@ -539,6 +636,14 @@ def test_power_table_reads_the_spread_and_prints_the_sizes():
     text = chapters.bmlama_size_summary(both.assign(benchmark="b"), cost)
     assert f"53 languages would do it at about {int(f53):,} facts a language" in text
     assert "; 17 languages are too few at any number of facts." in text
+    # the morphology trend's sentence: beyond the benchmark, or within reach
+    far = chapters.bmlama_size_summary(both.assign(benchmark="b"), cost, (63, 45))
+    assert far.endswith("about 63 languages measured without error, spread over the index as "
+                        "these are (a plain permutation; the page's, within families, needs "
+                        "more); no benchmark here has more than 53: no size of these data "
+                        "decides it.")
+    near = chapters.bmlama_size_summary(both.assign(benchmark="b"), cost, (40, 45))
+    assert near.endswith("needs more).")
     assert p.facts_needed.iloc[0] == B.facts_for_power(p.mean_se.iloc[0], 10,
                                                         p.between_sd.iloc[0])
 
@@ -576,6 +681,15 @@ def test_languages_to_decide_is_the_first_size_whose_detectable_effect_is_half_t
     assert B.languages_to_decide(0.05, 10.0, most=100) == 101
     with pytest.raises(ValueError):
         B.languages_to_decide(0.0)
+    # spread over a label as x is: its n quantiles; a label twice as spread needs about a
+    # quarter of the languages, and a label with one value cannot decide anything
+    x = np.random.default_rng(2).uniform(0.2, 0.8, 45)
+    n = B.languages_to_decide(0.1, 0.05, x=x)
+    design = np.quantile(x, (np.arange(n) + 0.5) / n)
+    assert B.minimum_detectable_effect(n, 0.05, x=design, power=0.4) <= 0.05
+    assert 3.5 < n / B.languages_to_decide(0.1, 0.05, x=2 * x) < 4.5
+    with pytest.raises(ValueError, match="two distinct"):
+        B.languages_to_decide(0.1, 0.05, x=np.full(5, 0.5))
 
 
 def test_consistency_table_sets_rankc_beside_kappa_within_relation():

@@ -160,14 +160,17 @@ def test_findings_sizes_reads_what_the_xcomps_sample_holds_and_counts_the_outcom
         {**base, "page": "xcomps_token_level", "claim": "prior_favours_acceptable", "verdict":
          "inconclusive", "n_items": 30, "unit": "item", "items_needed": 45, "sesoi": 0.1},
         {**base, "page": "xcomps_results", "claim": "english_advantage", "verdict": "supported",
-         "n_items": 30, "unit": "item", "items_needed": np.nan}])
+         "n_items": 30, "unit": "item", "items_needed": np.nan},
+        {**base, "page": "bmlama_languages", "claim": "morphology_trend", "verdict":
+         "inconclusive", "n_items": 45, "unit": "language", "items_needed": np.nan,
+         "sesoi": 0.1, "p_equivalent": 0.3}])
     summary, sizes = chapters.findings_sizes(rows)
-    assert summary == ("Of **4 confirmatory tests**: decided: 1; more data decides it: 0; needs "
-                       "an equivalence test: 1; undecidable by design: 2.")
+    assert summary == ("Of **5 confirmatory tests**: decided: 1; more data decides it: 0; needs "
+                       "an equivalence test: 1; undecidable by design: 3.")
     assert list(sizes.columns) == ["claim", "model", "verdict", "outcome", "to decide", "n",
                                    "unit", "page"]
     table = claims.deciding_sizes_markdown(sizes)
-    assert table.count("\n| {doc}`") == 4 and "xcomps-verdicts" in table      # framed: wraps
+    assert table.count("\n| {doc}`") == 5 and "xcomps-verdicts" in table      # framed: wraps
     assert ("| {doc}`direct tracks neuro </executed/xcomps_results>` | m | inconclusive | 7 "
             "languages | **undecidable by design**: about ") in table
     assert claims.deciding_sizes_markdown(sizes.iloc[:0]) == ""
@@ -178,3 +181,11 @@ def test_findings_sizes_reads_what_the_xcomps_sample_holds_and_counts_the_outcom
     k = B.languages_to_decide(0.05, 0.05)
     assert f"about {k} languages measured without error" in said[1] and k <= 53
     assert said[2].endswith("; the data hold 30: no size of the available data decides it")
+    # the morphology trend over the Grambank index of BMLAMA-53's 45 languages that have one:
+    # spread over it as they are, more languages than any benchmark here has
+    from xcomps_utils.pairs import bmlama, typology
+    index = typology.language_table(bmlama.languages("bmlama53"))["grambank_bound"]
+    km, n_index = chapters.bmlama_morphology_to_decide(index)
+    assert n_index == 45 and 53 < km < 100
+    assert said[4].startswith(f"about {km} languages measured without error") and \
+        said[4].endswith("no size of the available data decides it")

@@ -54,8 +54,8 @@ import numpy as np
 import pandas as pd
 
 from ..lm.precision import decide, per_unit_tolerance
-from .claims import (ALPHA, SESOI, ClaimTest, bootstrap_means, correct, finish, language_claim,
-                     permutation_p, permutation_test)
+from .claims import (ALPHA, INVERTED, SESOI, ClaimTest, bootstrap_means, correct, finish,
+                     language_claim, permutation_p, relabelings)
 from .scored import scored_pairs as _scored_pairs
 
 __all__ = ["REDUCTIONS", "TIER_ORDER", "TYPE_ORDER", "BMLAMA_SOURCE", "RANKC_SOURCE",
@@ -64,13 +64,15 @@ __all__ = ["REDUCTIONS", "TIER_ORDER", "TYPE_ORDER", "BMLAMA_SOURCE", "RANKC_SOU
            "minimum_detectable_effect", "rankc", "rankc_weights", "candidate_scores",
            "rankc_table", "rankc_null", "agreement_kappas", "consistency_follows",
            "correct_families", "language_claims", "power_table", "consistency_table",
-           "PRIMARY_CLAIMS"]
+           "PRIMARY_CLAIMS", "TrendInversion"]
 
 #: the two reductions of a filled sentence's token log-probabilities: the sum (the project's
 #: Direct) and the per-token mean (the BMLAMA authors' ranking, ``1_easyrun/main.py``)
 REDUCTIONS = ("sum", "mean")
 TIER_ORDER = {"low": 0, "medium": 1, "high": 2}
-TYPE_ORDER = {"analytic": 0, "inflected": 1, "agglutinative": 2}
+#: the paper's types on [0, 1], so that a morphology trend over them and one over the Grambank
+#: share of bound inflection are read in one unit: accuracy from the label's one end to the other
+TYPE_ORDER = {"analytic": 0.0, "inflected": 0.5, "agglutinative": 1.0}
 BMLAMA_SOURCE = "He et al. (2025), XCOMPS, §4.3, on BMLAMA (Qi et al., 2023)"
 RANKC_SOURCE = ("Qi, Fernández & Bisazza (2023), §3 (RankC); github.com/Betswish/"
                 "Cross-Lingual-Consistency, 1_easyrun/RankC.py")
@@ -335,21 +337,75 @@ def _strata(d: pd.DataFrame, strata: str | None):
     return s if s.nunique() > 1 else None
 
 
+class TrendInversion:
+    """A trend's permutation test at every slope ``b``: were the slope of ``v`` on ``x`` equal to
+    ``b`` (an additive trend), ``v - b * x`` would not depend on ``x``, so its languages are
+    exchangeable within ``strata`` and the rank slope of ``v - b * x`` on ``x`` is compared with
+    the same relabelings the trend's own test reads (:func:`xcomps_utils.analysis.claims.
+    relabelings`, the same seed). At ``b = 0`` it is the trend's test.
+
+    ``p(b)`` gives the one-sided p of the slope above ``b`` and below it; calling the object
+    with a two-sided ``level`` gives the interval of the slopes it does not reject there (each
+    end found by bisection: the rank slope of ``v - b * x`` only falls as ``b`` grows), NaN at an
+    end no slope can be rejected (too few relabelings). The relabelings' statistics are one
+    matrix product per ``b``.
+
+    Args:
+        v: ``[n]`` the languages' values (accuracy beyond the control).
+        x: ``[n]`` their label, coded (tier step, a [0, 1] morphology label).
+        strata: ``[n]`` the family of each language, or None.
+    """
+
+    def __init__(self, v: np.ndarray, x: np.ndarray, strata, n_perm: int, seed: int):
+        self.v, self.x = np.asarray(v, float), np.asarray(x, float)
+        lab, self.exact = relabelings(self.x.astype(object), strata, n_perm, seed)
+        xs = lab.astype(float)
+        ss = float(((self.x - self.x.mean()) ** 2).sum())
+        self.xc = (self.x - self.x.mean()) / ss
+        self.null = (xs - xs.mean(axis=1, keepdims=True)) / ss       # [P, n]
+        self.scale = float(np.ptp(self.v) / np.ptp(self.x)) if np.ptp(self.x) > 0 else 1.0
+
+    def p(self, b: float) -> tuple[float, float]:
+        """``(p above, p below)``: one-sided p that the slope exceeds ``b`` / falls short."""
+        from scipy.stats import rankdata
+
+        w = rankdata(self.v - b * self.x)
+        hi, lo, _ = permutation_p(float(self.xc @ w), self.null @ w, self.exact, +1)
+        return hi, lo
+
+    def __call__(self, level: float = 0.05) -> tuple[float, float]:
+        a, far = level / 2, 10 * self.scale + 1.0
+
+        def end(side: int) -> float:
+            # side 0: the lowest b not rejected from below; side 1: the highest from above
+            rejected = (lambda b: self.p(b)[0] <= a) if side == 0 else (
+                lambda b: self.p(b)[1] <= a)
+            inside, out = (far, -far) if side == 0 else (-far, far)
+            if not rejected(out):
+                return math.nan
+            for _ in range(60):
+                mid = (inside + out) / 2
+                inside, out = (inside, mid) if rejected(mid) else (mid, out)
+            return float(inside)
+        return end(0), end(1)
+
+    def estimate(self) -> float:
+        """The slope the test finds most central: where the p above and the p below cross (the
+        middle of the interval at level 1, a Hodges-Lehmann estimate), so it lies inside every
+        interval of the test. NaN when the relabelings cannot place it."""
+        lo, hi = self(1.0)
+        return float((lo + hi) / 2)
+
+
 def _equivalence_p(v: np.ndarray, x: np.ndarray, strata, margin: float, n_perm: int,
-                   seed: int) -> float:
+                   seed: int, inversion: TrendInversion | None = None) -> float:
     """The TOST p that the slope of ``v`` on ``x`` lies within ``±margin``, by inverting the
-    trend's own permutation test: were the slope ``+margin``, ``v - margin * x`` would not depend
-    on ``x`` (its languages exchangeable within ``strata``), so a rank slope of it below what
-    relabelings give rejects a slope of ``+margin`` or more; ``v + margin * x`` likewise rejects
-    ``-margin`` or less. The larger of the two one-sided p (each exact, or drawn as the trend's)."""
-    lab = x.astype(object)
-    ps = []
-    for shift, side in ((+margin, -1), (-margin, +1)):
-        w = pd.Series(v - shift * x).rank().to_numpy(float)
-        obs, null, exact = permutation_test(lab, lambda l: _slope(w, l.astype(float)), strata,
-                                            n_perm, seed)
-        ps.append(permutation_p(obs, null, exact, side)[0])
-    return float(max(ps))
+    trend's own permutation test (:class:`TrendInversion`): a rank slope of ``v - margin * x``
+    below what relabelings give rejects a slope of ``+margin`` or more; one of
+    ``v + margin * x`` above them rejects ``-margin`` or less. The larger of the two one-sided
+    p (each exact, or drawn as the trend's)."""
+    inv = inversion or TrendInversion(v, x, strata, n_perm, seed)
+    return float(max(inv.p(+margin)[1], inv.p(-margin)[0]))
 
 
 def _trend(claim, hypothesis, table, typology, value, label, order, direction, strata,
@@ -364,11 +420,13 @@ def _trend(claim, hypothesis, table, typology, value, label, order, direction, s
                          f"{sorted(x.unique())}")
     st = _strata(d, strata)
     # the test reads the slope of the languages' *ranks* (one language far from the rest moves
-    # it by one rank, so it cannot make a trend alone); the effect printed is the slope itself
+    # it by one rank, so it cannot make a trend alone); the effect printed is the slope in
+    # accuracy the same test finds most central, inside its interval (TrendInversion)
     ranks = pd.Series(d[value].rank().to_numpy(float), index=d.index)
     t = language_claim(
-        claim, hypothesis, f"slope of language {value} per {unit_words} (tested on the "
-        f"languages' ranks)", ranks, x,
+        claim, hypothesis, f"slope of language {value} per {unit_words} (the slope the test "
+        f"finds most central; tested on the languages' ranks"
+        + (f", within each {strata}" if st is not None else "") + ")", ranks, x,
         lambda v, l: _slope(v, l.astype(float)), direction, strata=st, source=BMLAMA_SOURCE,
         scope=scope, null_hypothesis=f"a language's {value} does not depend on its {label}"
         + (f" within its {strata}" if st is not None else ""), n_obs=len(d),
@@ -377,11 +435,20 @@ def _trend(claim, hypothesis, table, typology, value, label, order, direction, s
                 "languages permuted freely: related languages are treated as independent"),
         n_perm=n_perm, seed=seed)
     v, xv = d[value].to_numpy(float), x.to_numpy(float)
-    t = replace(t, effect=_slope(v, xv))
+    inv = TrendInversion(v, xv, None if st is None else st.to_numpy(dtype=object), n_perm, seed)
+    if t.verdict == "cannot be decided":
+        # no relabeling can decide: no interval, and the plain least-squares slope describes
+        return replace(t, effect=_slope(v, xv), measure=f"least-squares slope of language "
+                       f"{value} per {unit_words} (a description: the test, on the languages' "
+                       f"ranks, cannot decide)", sesoi=sesoi, margin=sesoi)
+    lo, hi = inv(1 - t.confidence)
+    est = inv.estimate()
+    t = replace(t, effect=est if np.isfinite(est) else _slope(v, xv), ci_low=lo, ci_high=hi,
+                interval_at=inv,
+                test=f"{t.test}; {INVERTED} (accuracy minus slope × label, relabeled alike)")
     if sesoi is None:
         return t
-    p_eq = _equivalence_p(v, xv, None if st is None else st.to_numpy(dtype=object), sesoi,
-                          n_perm, seed)
+    p_eq = _equivalence_p(v, xv, None, sesoi, n_perm, seed, inversion=inv)
     return finish(replace(t, sesoi=sesoi, margin=sesoi, p_equivalent=p_eq),
                   (1 - t.confidence) / 2)
 
@@ -414,18 +481,39 @@ def resource_trend(table: pd.DataFrame, typology: pd.DataFrame, value: str = "be
 
 def morphology_trend(table: pd.DataFrame, typology: pd.DataFrame, value: str = "beyond",
                      label: str = "paper_type", strata: str | None = "family",
-                     n_perm: int = 9999, seed: int = 0, scope: str = "") -> ClaimTest:
+                     n_perm: int = 9999, seed: int = 0, scope: str = "",
+                     sesoi: float | None = SESOI["span"]) -> ClaimTest:
     """*More morphological complexity lowers scores* (He et al. 2025, §4.3.0.4): the slope of
-    ``value`` on the paper's type (analytic 0, inflected 1, agglutinative 2; ``label=
-    "paper_type"``, its 17 languages) or on a numeric index (any other ``label``, e.g. the
-    derived ``morphology_index`` on 53), predicted negative. Null: labels permuted within
-    families, as :func:`resource_trend`. Morphological type varies little within a family, so
-    few relabelings remain: the smallest p says whether it can be decided.
+    ``value`` on a label on [0, 1], predicted negative: the paper's type (analytic 0, inflected
+    ½, agglutinative 1; ``label="paper_type"``, its 17 languages) or a numeric index (any other
+    ``label``, e.g. ``grambank_bound``, the share of 20 bound-inflection categories, on 53). The
+    slope is then the accuracy gained or lost from the label's one end to the other. Null: labels
+    permuted within families, as :func:`resource_trend`. Morphological type varies little within
+    a family, so few relabelings remain: the smallest p says whether it can be decided.
+
+    Equivalence (``sesoi``, the book's smallest trend over such a label, ``SESOI["span"]`` =
+    0.10 from end to end: the resource trend's 0.05 per tier step over its two steps): the slope
+    shown within ``±sesoi`` by the inverted permutation test (:func:`_equivalence_p`);
+    ``sesoi=None`` leaves it out.
+
+    Raises:
+        ValueError: a missing column, fewer than two label values among the languages, or a
+            label outside [0, 1] with the default ``sesoi`` (rescale it to [0, 1], pass ``sesoi``
+            in the label's own unit, or ``sesoi=None``).
     """
     order = TYPE_ORDER if label == "paper_type" else None
+    if sesoi is not None and order is None:
+        _need(typology, [label], "the typology table")
+        x = pd.to_numeric(typology[label], errors="coerce").dropna()
+        if len(x) and (x.min() < 0 or x.max() > 1) and sesoi == SESOI["span"]:
+            raise ValueError(f"morphology_trend: {label!r} runs from {x.min():g} to {x.max():g}, "
+                             f"but the smallest trend of interest (sesoi={sesoi:g}) is per unit "
+                             f"of a label on [0, 1]: rescale {label!r} to [0, 1], pass sesoi in "
+                             f"its own unit, or sesoi=None for no equivalence test")
     return _trend("morphology_trend", "accuracy falls as morphological complexity grows", table,
                   typology, value, label, order, -1, strata, n_perm, seed,
-                  "type step" if order else f"unit of {label}", scope)
+                  f"{label} range (0 to 1)" if order is None else
+                  "the types' range (analytic 0 to agglutinative 1)", scope, sesoi)
 
 
 def english_rank(table: pd.DataFrame, value: str = "beyond", english: str = "en",
@@ -606,7 +694,8 @@ def _facts_to_decide(n: int, planned_sd: float, mean_se: float, n_facts: int,
 
 
 def languages_to_decide(sesoi: float, between_sd: float = 0.0, kind: str = "slope",
-                        power: float = 0.8, alpha: float = ALPHA, most: int = 10 ** 4) -> int:
+                        power: float = 0.8, alpha: float = ALPHA, most: int = 10 ** 4,
+                        x: np.ndarray | None = None) -> int:
     """How many languages would decide a language-level claim *whatever the true effect*, with
     every language measured without error: an effect of ``sesoi`` or more detected, a smaller one
     shown equivalent (were the test given an equivalence branch at ``±sesoi``), with an 80%
@@ -614,23 +703,31 @@ def languages_to_decide(sesoi: float, between_sd: float = 0.0, kind: str = "slop
     true effect is ``sesoi / 2``, where the two decisions exclude each other and each must come
     with probability ``power / 2``: the smallest ``n`` whose :func:`minimum_detectable_effect`
     at power ``power / 2`` is ``sesoi / 2`` or less (``kind``: ``"slope"`` with tiers coded as
-    on BMLAMA-53, ``between_sd`` the languages' spread around the trend; ``"correlation"`` by
-    Fisher's z). A plain test over languages at two-sided ``alpha``: a within-family permutation
-    or a family's correction needs more.
+    on BMLAMA-53, or ``n`` languages spread over the label as ``x`` is (its ``n`` quantiles: the
+    Grambank index of the languages that have one), ``between_sd`` the languages' spread around
+    the trend; ``"correlation"`` by Fisher's z). A plain test over languages at two-sided
+    ``alpha``: a within-family permutation or a family's correction needs more.
 
     Returns:
         the number of languages, or ``most + 1`` when even ``most`` do not suffice.
 
     Raises:
-        ValueError: ``sesoi`` not positive, an unknown ``kind``.
+        ValueError: ``sesoi`` not positive, an unknown ``kind``, an ``x`` with one value.
     """
     if not sesoi > 0:
         raise ValueError(f"sesoi must be positive, got {sesoi!r}")
     if kind not in ("slope", "correlation"):
         raise ValueError(f"kind must be 'slope' or 'correlation', got {kind!r}")
 
+    if x is not None:
+        x = np.asarray(x, float)
+        x = x[np.isfinite(x)]
+        if x.size < 2 or np.ptp(x) == 0:
+            raise ValueError(f"x must hold two distinct finite label values or more, got {x}")
+
     def ok(n: int) -> bool:
-        return minimum_detectable_effect(n, between_sd, kind, alpha=alpha,
+        design = None if x is None else np.quantile(x, (np.arange(n) + 0.5) / n)
+        return minimum_detectable_effect(n, between_sd, kind, x=design, alpha=alpha,
                                          power=power / 2) <= sesoi / 2
     if not ok(most):
         return most + 1

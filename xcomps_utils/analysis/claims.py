@@ -68,7 +68,8 @@ from .. import paths
 
 __all__ = ["ClaimTest", "cluster_bootstrap", "bootstrap_means", "verdict", "evaluate_claim",
            "claims_table", "claims_markdown", "decided", "items_needed", "DEFAULT_N_BOOT",
-           "ALPHA", "VERDICTS", "correct", "permutation_test", "language_claim", "finish",
+           "ALPHA", "VERDICTS", "correct", "permutation_test", "relabelings", "language_claim",
+           "finish", "INVERTED",
            "percentile_interval", "bootstrap_p", "permutation_p", "SESOI",
            "equivalence_p", "MIN_BOOTSTRAP_UNITS", "testable", "verdict_label", "Family",
            "FAMILIES", "declared_family", "family_table", "read_verdicts", "verdict_counts",
@@ -85,6 +86,10 @@ MIN_BOOTSTRAP_UNITS = 20
 #: family-wise error rate of a family of tests, two-sided: each side is tested at ALPHA / 2
 ALPHA = 0.05
 VERDICTS = ("supported", "contradicted", "equivalent", "inconclusive", "cannot be decided")
+
+
+#: fields of :class:`ClaimTest` a verdict file does not hold (arrays, functions)
+_NOT_SAVED = ("reps", "interval_at")
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,10 @@ class ClaimTest:
             it excludes the null exactly when the adjusted p is at most ``ALPHA``); NaN outside a
             family or for a permutation test.
         reason: why a test is "cannot be decided" (too few units, resolution, not computable).
+        reps: the bootstrap replicates (not saved): the interval at another level.
+        interval_at: for a test over languages whose permutation test can be inverted (a
+            trend's slope), ``level -> (low, high)``: the effects it does not reject at that
+            two-sided level (not saved); ``ci_low``, ``ci_high`` are it at ``1 - confidence``.
     """
 
     claim: str
@@ -163,6 +172,8 @@ class ClaimTest:
     adj_high: float = math.nan
     reason: str = ""
     reps: np.ndarray | None = field(default=None, repr=False, compare=False)
+    interval_at: Callable[[float], tuple[float, float]] | None = field(default=None, repr=False,
+                                                                         compare=False)
 
     @property
     def half_width(self) -> float:
@@ -171,7 +182,7 @@ class ClaimTest:
 
     def as_dict(self) -> dict:
         """The fields (without the bootstrap replicates) plus ``half_width``."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "reps"}
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NOT_SAVED}
         return {**out, "half_width": self.half_width}
 
 
@@ -556,11 +567,24 @@ def permutation_test(labels, statistic: Callable[[np.ndarray], float], strata=No
         relabelings (the observed labeling included when exact), and whether it was exact.
     """
     labels = np.asarray(labels, dtype=object)
-    strata_arr = None if strata is None else np.asarray(strata, dtype=object)
     observed = float(statistic(labels))
+    every, exact = relabelings(labels, strata, n_perm, seed, exact_limit)
+    return observed, np.array([statistic(l) for l in every], dtype=float), exact
+
+
+def relabelings(labels, strata=None, n_perm: int = 9999, seed: int = 0,
+                exact_limit: int = 20000) -> tuple[np.ndarray, bool]:
+    """The relabelings :func:`permutation_test` reads: every distinct one within ``strata``
+    when there are at most ``exact_limit``, else ``n_perm`` drawn at random (seeded).
+
+    Returns:
+        ``(relabelings, exact)``: ``[P, n_units]`` labels (object), and whether they are all.
+    """
+    labels = np.asarray(labels, dtype=object)
+    strata_arr = None if strata is None else np.asarray(strata, dtype=object)
     every = _labelings(labels, strata_arr, exact_limit)
     if every is not None:
-        return observed, np.array([statistic(l) for l in every], dtype=float), True
+        return np.array(every, dtype=object).reshape(len(every), len(labels)), True
     rng = np.random.default_rng(seed)
     st = (np.zeros(len(labels), dtype=int) if strata_arr is None
           else pd.factorize(strata_arr)[0])
@@ -568,8 +592,7 @@ def permutation_test(labels, statistic: Callable[[np.ndarray], float], strata=No
     for s in np.unique(st):
         idx = np.flatnonzero(st == s)
         drawn[:, idx] = idx[rng.random((n_perm, len(idx))).argsort(axis=1)]
-    vals = np.array([statistic(labels[d]) for d in drawn], dtype=float)
-    return observed, vals, False
+    return labels[drawn], False
 
 
 def permutation_p(observed: float, null_values: np.ndarray, exact: bool, direction: int
@@ -667,8 +690,13 @@ class Family:
     claims: dict
 
 
-#: smallest effects of interest (the size ``items_needed`` plans for), in each measure's unit
-SESOI = {"accuracy": 0.05, "slope": 0.05, "correlation": 0.3, "proportion": 0.1}
+#: smallest effects of interest (the size ``items_needed`` plans for), in each measure's unit.
+#: ``"span"``: a trend over a label on [0, 1] (the morphology trend: the paper's types coded 0,
+#: ½, 1, or the Grambank share of bound inflection), as the accuracy gained or lost from the
+#: label's one end to the other: 0.10, the resource trend's 0.05 per tier step over the tiers'
+#: two steps (declared in session 16, after the BMLAMA-53 estimates had been printed without it:
+#: derived from the resource trend's margin, not from them)
+SESOI = {"accuracy": 0.05, "slope": 0.05, "correlation": 0.3, "proportion": 0.1, "span": 0.1}
 _A, _P, _C = SESOI["accuracy"], SESOI["proportion"], SESOI["correlation"]
 _XCOMPS = {"english_advantage": _A, "english_rank": None, "subtle_negatives_harder": _A,
            "morphology_trend": None, "resource_trend": None}
@@ -700,7 +728,7 @@ FAMILIES = {f.name: f for f in (
     Family("pivot share per language", "grammar_across_languages", "exploratory",
            {"pivot_carries_most": None, "pivot_influence": _P}),
     Family("BMLAMA, primary claims", "bmlama_languages", "confirmatory",
-           {"resource_trend": SESOI["slope"], "morphology_trend": None, "english_rank": None,
+           {"resource_trend": SESOI["slope"], "morphology_trend": SESOI["span"], "english_rank": None,
             "direct_tracks_neuro": None}),
     Family("BMLAMA, other claims", "bmlama_languages", "exploratory",
            {"direct_tracks_meta": None, "consistency_follows_family": None,
@@ -785,11 +813,15 @@ def testable(tests: list[ClaimTest], alpha: float = ALPHA) -> np.ndarray:
 
 
 def _adjusted_interval(t: ClaimTest, p_raw: float, p_adj: float, alpha: float):
-    """The percentile interval at the level the family's correction gave this test: it
-    excludes the null exactly when the adjusted p is at most ``alpha``."""
-    if t.reps is None or not (np.isfinite(p_raw) and np.isfinite(p_adj)) or p_adj <= 0:
+    """The interval at the level the family's correction gave this test (percentile, or the
+    permutation test inverted: ``interval_at``): it excludes the null exactly when the adjusted
+    p is at most ``alpha``."""
+    if (t.reps is None and t.interval_at is None) or not (
+            np.isfinite(p_raw) and np.isfinite(p_adj)) or p_adj <= 0:
         return math.nan, math.nan
     a = min(1 - t.confidence, alpha * p_raw / p_adj)
+    if t.interval_at is not None:
+        return t.interval_at(a)
     # the bootstrap p is (k + 1) / (B + 1): the replicates with the null value added once, so
     # the interval's ends and the p-values count the same replicates
     low, high = np.quantile(np.append(t.reps, t.null), [a / 2, 1 - a / 2],
@@ -845,7 +877,10 @@ def correct(tests: list[ClaimTest], family: str, role: str | None = None,
                 f"in a family of {m} test{'s' if m != 1 else ''} (Tarone), the smallest p this "
                 f"test could give ({_min_p(t):.3g}, two-sided) cannot reach its level "
                 f"({alpha / max(m, 1):.3g})")
-            out.append(replace(t, verdict="cannot be decided", items_needed=None, reason=why))
+            # a test's own interval (inverted) is not shown where the test reads no verdict
+            gone = {"ci_low": math.nan, "ci_high": math.nan} if t.interval_at else {}
+            out.append(replace(t, verdict="cannot be decided", items_needed=None, reason=why,
+                               **gone))
             continue
         lo, hi = _adjusted_interval(t, pr, a, alpha)
         out.append(finish(replace(t, adj_low=lo, adj_high=hi), alpha / 2))
@@ -879,7 +914,7 @@ def _interval_words(t: ClaimTest, digits: int) -> str:
     if t.family_size > 1 and np.isfinite(t.adj_low):
         text += (f" (unadjusted; adjusted for the family, the interval the verdict reads: "
                  f"[{t.adj_low:.{digits}f}, {t.adj_high:.{digits}f}])")
-    elif t.unit == "language":
+    elif t.unit == "language" and not _inverted(t):
         text = f", description (items resampled, languages fixed; not the test) {iv}"
     return text
 
@@ -925,7 +960,17 @@ def _effect_cell(t: ClaimTest, digits: int) -> str:
         return f"{effect} *description* {iv}"
     if t.family_size > 1 and np.isfinite(t.adj_low):
         return f"{effect} [{t.adj_low:.{digits}f}, {t.adj_high:.{digits}f}] *adj.*"
-    return f"{effect} *description* {iv}" if t.unit == "language" else f"{effect} {iv}"
+    return (f"{effect} *description* {iv}" if t.unit == "language" and not _inverted(t)
+            else f"{effect} {iv}")
+
+
+#: how a test over languages whose interval is the test itself says so, in its ``test`` text
+INVERTED = "interval: the effects this test does not reject"
+
+
+def _inverted(t: ClaimTest) -> bool:
+    """Whether a test's interval is its own permutation test inverted (saved in ``test``)."""
+    return INVERTED in str(t.test)
 
 
 def _details(t: ClaimTest, digits: int) -> list[str]:
@@ -954,12 +999,12 @@ def _details(t: ClaimTest, digits: int) -> list[str]:
         out.append(f"*Caveat:* {t.caveat}")
     if t.verdict == "inconclusive":
         if t.items_needed and t.sesoi and not np.isfinite(t.p_equivalent):
-            out.append(f"Not decided at this size: about {t.items_needed:,} {t.unit}s would "
+            out.append(f"Not decided at this size: about {int(t.items_needed):,} {t.unit}s would "
                        f"decide it either way with an equivalence test within ±{t.sesoi:g}, which "
                        f"this test does not have: an effect below {t.sesoi:g}, the smallest of "
                        f"interest, stays undecided at any size.")
         elif t.items_needed and t.sesoi:
-            out.append(f"Not decided at this size: about {t.items_needed:,} {t.unit}s would give "
+            out.append(f"Not decided at this size: about {int(t.items_needed):,} {t.unit}s would give "
                        f"an 80% chance of deciding it (an effect of at least {t.sesoi:g}, the "
                        f"smallest of interest, or equivalence within ±{t.sesoi:g}).")
         elif t.unit == "language" and np.isfinite(t.p_equivalent):
@@ -1031,7 +1076,7 @@ def _claim_cell(t: ClaimTest, digits: int) -> str:
 
 #: the columns of a verdict file: :meth:`ClaimTest.as_dict`, the page that printed the test and
 #: the model it tested
-VERDICT_COLUMNS = [*(f.name for f in fields(ClaimTest) if f.name != "reps"), "half_width",
+VERDICT_COLUMNS = [*(f.name for f in fields(ClaimTest) if f.name not in _NOT_SAVED), "half_width",
                    "page", "model"]
 #: the parameters a chapter names its models with (read from the page's namespace)
 MODEL_PARAMETERS = ("model", "models", "compare_model", "methods_model")
@@ -1117,7 +1162,7 @@ def read_verdicts(folder) -> tuple[pd.DataFrame, list[str]]:
 
 def _from_row(row: pd.Series) -> ClaimTest:
     """A :class:`ClaimTest` from a row of :func:`read_verdicts` (no replicates)."""
-    kw = {f.name: row[f.name] for f in fields(ClaimTest) if f.name != "reps"}
+    kw = {f.name: row[f.name] for f in fields(ClaimTest) if f.name not in _NOT_SAVED}
     for name in ("items_needed", "sesoi", "margin"):
         kw[name] = None if pd.isna(kw[name]) else kw[name]
     for name in ("direction", "n_items", "n_obs", "family_size"):

@@ -28,7 +28,8 @@ from ..errors import did_you_mean
 from ..runs import execute as _methods
 
 __all__ = ["Runner", "runner", "xcomps_languages", "wording_ids", "sample_notice", "percent_style", "paired_model_difference",
-           "probe_baselines", "XcompsSplit", "xcomps_split", "prior_shares", "BmlamaScores", "bmlama_scores", "bmlama_cost", "bmlama_methods", "bmlama_size_summary"]
+           "probe_baselines", "XcompsSplit", "xcomps_split", "prior_shares", "BmlamaScores", "bmlama_scores", "bmlama_cost", "bmlama_methods", "bmlama_size_summary",
+           "bmlama_morphology_to_decide"]
 
 
 def _run_settings() -> tuple[str, ...]:
@@ -440,10 +441,12 @@ def bmlama_methods(run: Runner, model: str, pairs: pd.DataFrame, methods=("meta"
     return out
 
 
-def bmlama_size_summary(power: pd.DataFrame, cost: pd.DataFrame) -> str:
+def bmlama_size_summary(power: pd.DataFrame, cost: pd.DataFrame,
+                        morphology: tuple[int, int] | None = None) -> str:
     """One sentence per benchmark and model saying what this size can decide and what the
     deciding size costs, read from :func:`xcomps_utils.analysis.bmlama_study.power_table` (with a
-    ``benchmark`` column) and :func:`bmlama_cost` (at the facts needed).
+    ``benchmark`` column) and :func:`bmlama_cost` (at the facts needed); with ``morphology``
+    (:func:`bmlama_morphology_to_decide`), a last one on deciding the morphology trend.
 
     Returns:
         Markdown, a bullet per row of ``power``.
@@ -483,7 +486,36 @@ def bmlama_size_summary(power: pd.DataFrame, cost: pd.DataFrame) -> str:
                    f"without error"
                    + (f"; no benchmark here has more than {most}: no size of these data decides "
                       f"it." if k > most else "."))
+    if morphology is not None:
+        k, n_index = morphology
+        most = MOST_LANGUAGES
+        out.append(f"* **The morphology trend over the Grambank index** (BMLAMA-53, {n_index} "
+                   f"languages with a value): deciding one of 0.10 from the index's one end to "
+                   f"the other either way (found, or a smaller one shown equivalent) with an 80% "
+                   f"chance would take about {k:,} languages measured without error, spread "
+                   f"over the index as these are (a plain permutation; the page's, within "
+                   f"families, needs more)"
+                   + (f"; no benchmark here has more than {most}: no size of these data decides "
+                      f"it." if k > min(most, n_index) else "."))
     return "\n".join(out)
+
+
+def bmlama_morphology_to_decide(index: pd.Series) -> tuple[int, int]:
+    """How many languages would decide the morphology trend either way at the book's smallest
+    trend over a [0, 1] label (``SESOI["span"]``, 0.10 from end to end), spread over the label as
+    ``index`` is (the Grambank share of bound inflection of BMLAMA-53's languages) and around
+    the trend by the least spread the BMLAMA page plans for (0.05), each measured without error
+    (:func:`xcomps_utils.analysis.bmlama_study.languages_to_decide`).
+
+    Returns:
+        ``(languages, languages with a value in index)``.
+    """
+    from ..analysis import bmlama_study, claims
+
+    index = pd.to_numeric(index, errors="coerce").dropna()
+    k = bmlama_study.languages_to_decide(claims.SESOI["span"], claims.SESOI["accuracy"],
+                                         x=index.to_numpy(float))
+    return k, len(index)
 
 
 def _deciding_trend(r) -> str:
@@ -507,24 +539,27 @@ def findings_sizes(confirmatory: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     language's concept-property items) and, for the claims about languages, how many languages
     would decide them either way at the book's smallest effects
     (:func:`xcomps_utils.analysis.bmlama_study.languages_to_decide`, each language measured
-    without error): a correlation of 0.3 (Direct ~ Neuro), and a resource trend of 0.05 per
+    without error): a correlation of 0.3 (Direct ~ Neuro), a resource trend of 0.05 per
     tier step over languages spread by 0.05 around it (the least spread the BMLAMA page plans
-    for; a wider spread needs more).
+    for; a wider spread needs more), and a morphology trend of 0.10 over the Grambank index
+    (:func:`bmlama_morphology_to_decide`).
 
     Returns:
         ``(summary, sizes)``: a Markdown sentence counting the outcomes, and the table (what a
         reader looks for first: claim, model, verdict, outcome and why, then n, unit and page).
     """
     from ..analysis import bmlama_study, claims
-    from ..pairs import xcomps
+    from ..pairs import bmlama, typology, xcomps
 
     items = xcomps.load_languages(["en"], items_per_language=None)["item"].nunique()
     available = {p: items for p in ("xcomps_results", "xcomps_token_level",
                                     "xcomps_token_level_agreement")}
     s = claims.SESOI
     r = bmlama_study.languages_to_decide(s["correlation"], kind="correlation")
+    index = typology.language_table(bmlama.languages("bmlama53"))["grambank_bound"]
     need = {("bmlama_languages", "resource_trend"):
             bmlama_study.languages_to_decide(s["slope"], s["accuracy"]),
+            ("bmlama_languages", "morphology_trend"): bmlama_morphology_to_decide(index)[0],
             ("bmlama_languages", "direct_tracks_neuro"): r,
             ("xcomps_results", "direct_tracks_neuro"): r}
     sizes = claims.deciding_sizes(confirmatory, available, languages_to_decide=need)[
