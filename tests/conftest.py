@@ -37,6 +37,7 @@ SLOW_SIMULATIONS = {
     "test_agreement_follows_type_is_a_language_level_test_over_eighteen_languages",  # consistency
     "test_resource_trend_null_rate_power_and_the_family_trap",  # test_bmlama_study.py
     "test_resource_trend_equivalence_is_reachable_and_rarely_wrong_at_the_margin",  # same
+    "test_morphology_trend_over_a_share_falls_into_no_family_trap",  # same
     "test_methods_track_null_with_shared_family_effects_and_power",  # test_bmlama_study.py
 }
 

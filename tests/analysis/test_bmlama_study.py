@@ -238,6 +238,27 @@ def test_resource_trend_equivalence_is_reachable_and_rarely_wrong_at_the_margin(
     assert bare.verdict == "inconclusive" and not np.isfinite(bare.p_equivalent)
 
 
+def test_morphology_trend_over_a_share_falls_into_no_family_trap():
+    """The trap of the morphology trend over 53 languages: the families richest in bound
+    inflection (Uralic, Turkic, Japanese, Korean here) are also less well known, with no slope
+    inside any family. The plain permutation then calls the trend supported; the within-family
+    test keeps its false decisions at the level and can still show the trend absent."""
+    typ = _typology53()
+    rng = np.random.default_rng(12)
+    heavy = typ["family"].isin(["ura", "tur", "jap", "kor"])
+    wrong = ("supported", "contradicted")
+    got = {"family": [], None: []}
+    for k in range(100):
+        v = _values(typ, rng, sd=0.05)
+        v["beyond"] -= 0.15 * heavy
+        for s in got:
+            got[s].append(B.morphology_trend(v, typ, label="morphology_share", strata=s,
+                                             n_perm=199, seed=k).verdict)
+    assert np.mean([x in wrong for x in got["family"]]) <= _bound(ALPHA, 100)
+    assert np.mean([x == "equivalent" for x in got["family"]]) > 0.05
+    assert np.mean([x == "supported" for x in got[None]]) > 0.1      # the trap, taken
+
+
 def test_trend_interval_is_the_test_inverted_and_covers_the_true_slope():
     """A trend's interval is the slopes its own permutation test does not reject: it excludes 0
     exactly when the test decides at the 5% level, lies inside ±margin exactly when the trend is
