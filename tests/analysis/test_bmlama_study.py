@@ -390,6 +390,9 @@ def test_morphology_trend_equivalence_over_a_share_is_reachable_and_rarely_wrong
                 for k in range(100)]
         assert np.mean([v == "equivalent" for v in edge]) <= _bound(ALPHA / 2, 100)
         assert np.mean([v == "inconclusive" for v in edge]) > 0.15
+        # a trend of the margin is found on its side: supported (predicted negative) or
+        # contradicted
+        assert ("supported" if slope < 0 else "contradicted") in edge
     steep = B.morphology_trend(_values(typ, rng, slope=-0.4, sd=0.02, col="morphology_share",
                                        order=None), typ, label="morphology_share", n_perm=199)
     assert steep.verdict == "supported" and steep.effect < -0.3 and steep.p_equivalent > 0.5

@@ -389,23 +389,19 @@ class TrendInversion:
             return float(inside)
         return end(0), end(1)
 
+    def p_equivalent(self, margin: float) -> float:
+        """The TOST p that the slope lies within ``±margin``: a rank slope of ``v - margin * x``
+        below what relabelings give rejects a slope of ``+margin`` or more; one of
+        ``v + margin * x`` above them rejects ``-margin`` or less. The larger of the two
+        one-sided p (each exact, or drawn as the trend's)."""
+        return float(max(self.p(+margin)[1], self.p(-margin)[0]))
+
     def estimate(self) -> float:
         """The slope the test finds most central: where the p above and the p below cross (the
         middle of the interval at level 1, a Hodges-Lehmann estimate), so it lies inside every
         interval of the test. NaN when the relabelings cannot place it."""
         lo, hi = self(1.0)
         return float((lo + hi) / 2)
-
-
-def _equivalence_p(v: np.ndarray, x: np.ndarray, strata, margin: float, n_perm: int,
-                   seed: int, inversion: TrendInversion | None = None) -> float:
-    """The TOST p that the slope of ``v`` on ``x`` lies within ``±margin``, by inverting the
-    trend's own permutation test (:class:`TrendInversion`): a rank slope of ``v - margin * x``
-    below what relabelings give rejects a slope of ``+margin`` or more; one of
-    ``v + margin * x`` above them rejects ``-margin`` or less. The larger of the two one-sided
-    p (each exact, or drawn as the trend's)."""
-    inv = inversion or TrendInversion(v, x, strata, n_perm, seed)
-    return float(max(inv.p(+margin)[1], inv.p(-margin)[0]))
 
 
 def _trend(claim, hypothesis, table, typology, value, label, order, direction, strata,
@@ -435,12 +431,12 @@ def _trend(claim, hypothesis, table, typology, value, label, order, direction, s
                 "languages permuted freely: related languages are treated as independent"),
         n_perm=n_perm, seed=seed)
     v, xv = d[value].to_numpy(float), x.to_numpy(float)
-    inv = TrendInversion(v, xv, None if st is None else st.to_numpy(dtype=object), n_perm, seed)
     if t.verdict == "cannot be decided":
         # no relabeling can decide: no interval, and the plain least-squares slope describes
         return replace(t, effect=_slope(v, xv), measure=f"least-squares slope of language "
                        f"{value} per {unit_words} (a description: the test, on the languages' "
                        f"ranks, cannot decide)", sesoi=sesoi, margin=sesoi)
+    inv = TrendInversion(v, xv, None if st is None else st.to_numpy(dtype=object), n_perm, seed)
     lo, hi = inv(1 - t.confidence)
     est = inv.estimate()
     t = replace(t, effect=est if np.isfinite(est) else _slope(v, xv), ci_low=lo, ci_high=hi,
@@ -448,8 +444,7 @@ def _trend(claim, hypothesis, table, typology, value, label, order, direction, s
                 test=f"{t.test}; {INVERTED} (accuracy minus slope × label, relabeled alike)")
     if sesoi is None:
         return t
-    p_eq = _equivalence_p(v, xv, None, sesoi, n_perm, seed, inversion=inv)
-    return finish(replace(t, sesoi=sesoi, margin=sesoi, p_equivalent=p_eq),
+    return finish(replace(t, sesoi=sesoi, margin=sesoi, p_equivalent=inv.p_equivalent(sesoi)),
                   (1 - t.confidence) / 2)
 
 
@@ -468,8 +463,8 @@ def resource_trend(table: pd.DataFrame, typology: pd.DataFrame, value: str = "be
 
     Equivalence (``sesoi``, the book's smallest slope of interest, 0.05 per tier step): the
     slope is shown within ``±sesoi`` by inverting the same permutation test
-    (:func:`_equivalence_p`, two one-sided tests under an additive trend), so "no trend that
-    matters" can be decided too; ``sesoi=None`` leaves it out.
+    (:meth:`TrendInversion.p_equivalent`, two one-sided tests under an additive trend), so
+    "no trend that matters" can be decided too; ``sesoi=None`` leaves it out.
 
     Raises:
         ValueError: a missing column, fewer than two tiers among the languages.
@@ -493,7 +488,8 @@ def morphology_trend(table: pd.DataFrame, typology: pd.DataFrame, value: str = "
 
     Equivalence (``sesoi``, the book's smallest trend over such a label, ``SESOI["span"]`` =
     0.10 from end to end: the resource trend's 0.05 per tier step over its two steps): the slope
-    shown within ``±sesoi`` by the inverted permutation test (:func:`_equivalence_p`);
+    shown within ``±sesoi`` by the inverted permutation test
+    (:meth:`TrendInversion.p_equivalent`);
     ``sesoi=None`` leaves it out.
 
     Raises:
