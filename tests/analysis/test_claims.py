@@ -266,6 +266,7 @@ def test_items_needed_plans_for_the_smallest_effect_of_interest_not_the_estimate
     # ... one with an equivalence branch (the resource trend) can still be shown absent
     shown = claims.claims_markdown([replace(lang, p_equivalent=0.2, margin=0.05)])
     assert "neither a trend nor its absence (within ±0.05) yet" in shown
+    assert "the findings page says whether these languages can decide it" in shown
     assert "never its absence" not in shown
     # over many inconclusive runs, the printed size is always above the size used
     for s in range(40):

@@ -1010,7 +1010,8 @@ def _details(t: ClaimTest, digits: int) -> list[str]:
         elif t.unit == "language" and np.isfinite(t.p_equivalent):
             out.append(f"Not decided with these {t.n_items} languages: neither a trend nor its "
                        f"absence (within ±{t.margin:g}) yet; more items per language measure "
-                       f"each language more precisely (the page's size planning says how many).")
+                       f"each language more precisely, and the findings page says whether "
+                       f"these languages can decide it either way.")
         elif t.unit == "language":
             out.append(f"Not decided with these {t.n_items} languages: a permutation over "
                        f"languages decides an effect but never its absence, and more items per "
