@@ -6,16 +6,20 @@ that error could have the other sign in exact arithmetic, so it is a *near tie*,
 decision (:func:`near_ties`; reported apart from exact ties ``delta == 0`` and from decided pairs).
 
 float32 (and float64)
-    What the scorer guarantees: its float32 log-probabilities equal a plain one-text-at-a-time
-    float32 computation within :data:`FLOAT32_TOKEN_TOLERANCE` (1e-5 nats) per token, whatever the
-    batching, wherever the model's float32 kernels agree across batch shapes (English BLiMP
-    sentences on both embedded models, ``tests/lm/test_scoring.py``). What it cannot guarantee is the
-    model's own float32 arithmetic: a model with massive activations (SmolLM2) changes by up to
-    5.4e-4 per token between batch shapes on non-Latin scripts, batched by us or by minicons alike; the same tokens scored inside sequences of other lengths differ by up to
-    :data:`FLOAT32_LENGTH_TOLERANCE` per token (kernels round differently per shape), and the gap
-    to a float64 computation is a property of the model and the script,
-    :data:`FLOAT32_GAP_BY_MODEL` (measured, per token). A float32 pair's near-tie tolerance is
-    that gap times the pair's tokens.
+    What the scorer guarantees: on a CPU its float32 log-probabilities are the bits of a plain
+    one-text-at-a-time float32 computation, whatever the batching and the thread count, because
+    importing the package pins MKL's reproducible mode (:data:`MKL_CBWR`, :func:`mkl_mode`; tested
+    on real batch shapes, ``tests/lm/test_batch_invariance.py``). Without the pin MKL's AVX-512
+    ``sgemm`` rounds a row differently for 16 or more rows than for fewer, and SmolLM2's massive
+    activations amplify that to 6.7e-3 nats at the first token after BOS (issue 41; minicons
+    alike): ``benchmarks/kernel_spread.py`` measures it, :data:`FLOAT32_KERNEL_SPREAD_BY_MODEL`.
+    On a GPU, or a CPU without MKL, batching is held to :data:`FLOAT32_TOKEN_TOLERANCE` (1e-5
+    nats) per token. The same tokens scored inside sequences of other lengths (a shared prefix
+    run on its own) differ by up to :data:`FLOAT32_LENGTH_TOLERANCE` per token (attention sums a
+    row in an order that depends on the length), and the gap to a float64 computation is a
+    property of the model and the script, :data:`FLOAT32_GAP_BY_MODEL` (measured, per token;
+    pinned, SmolLM2's is 2.4e-4 on the kernel-spread texts). A float32 pair's near-tie tolerance
+    is that gap times the pair's tokens.
 
 bfloat16 (and float16)
     The model body rounds every activation to 8 significant bits (the LM head and the
@@ -26,13 +30,19 @@ bfloat16 (and float16)
 
 from __future__ import annotations
 
+import functools
+import os
+
 import numpy as np
+
+from .. import MKL_CBWR
 
 #: Model dtypes a run may ask for (``auto``: bfloat16 on CUDA, float32 on CPU).
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
-__all__ = ["FLOAT32_TOKEN_TOLERANCE", "FLOAT32_LENGTH_TOLERANCE", "FLOAT32_GAP_BY_MODEL",
-           "FLOAT32_GAP_DEFAULT", "BF16_PAIR_TOLERANCE", "pair_tolerance", "near_ties",
+__all__ = ["MKL_CBWR", "mkl_mode", "mkl_pinned", "FLOAT32_TOKEN_TOLERANCE", "FLOAT32_LENGTH_TOLERANCE", "FLOAT32_GAP_BY_MODEL",
+           "FLOAT32_GAP_DEFAULT", "FLOAT32_KERNEL_SPREAD_BY_MODEL", "FLOAT32_KERNEL_SPREAD_DEFAULT",
+           "BF16_PAIR_TOLERANCE", "pair_tolerance", "near_ties",
            "dtype_name", "decisions", "DECISIONS"]
 
 #: nats per scored token: batched float32 scoring vs a plain one-text-at-a-time float32 loop (the
@@ -58,6 +68,21 @@ FLOAT32_GAP_BY_MODEL = {"smollm2-135m-instruct": 5.4e-4}
 #: models without massive activations. Re-measure a new model before trusting float32 near ties.
 FLOAT32_GAP_DEFAULT = 5.4e-4
 
+#: nats per token: how far two float32 computations of one token's log-probability by *different
+#: MKL kernels* can lie apart (a run computed before the mode was pinned, :data:`MKL_CBWR`,
+#: against one recomputed pinned; or two machines without MKL). Measured with
+#: ``benchmarks/kernel_spread.py`` (the same texts under MKL's default kernels, batched and one at
+#: a time, ``AVX2,STRICT`` and ``AVX512,STRICT``; the largest spread of one token across them),
+#: on this project's 2-core x86 CPU (AVX-512, AMX), 2026-12-04, over 100 pairs each of BLiMP
+#: anaphor agreement, BMLAMA-17 Arabic, Russian and Japanese and the XCOMPS sample's Chinese
+#: (``benchmarks/kernel_spread_*.json``): SmolLM2-135M 6.7e-3 over 14,612 tokens (unpinned
+#: batched against float64 6.66e-3, pinned 2.4e-4), Gemma-3-270M 7.0e-5 over 6,527 (no massive
+#: activations); rounded up to 1e-2 and 1e-4.
+FLOAT32_KERNEL_SPREAD_BY_MODEL = {"smollm2-135m-instruct": 1e-2, "gemma-3-270m": 1e-4}
+
+#: for a model not measured: the largest measured spread, rounded up.
+FLOAT32_KERNEL_SPREAD_DEFAULT = 1e-2
+
 #: nats per pair difference, for bfloat16 (and float16) runs: 1.0.
 #:
 #: Measured (``benchmarks/bf16_tolerance.py``, 2026-12-01, CPU, both embedded models loaded in
@@ -77,6 +102,54 @@ FLOAT32_GAP_DEFAULT = 5.4e-4
 #: norm. Run such a model in float32 (the CPU default); re-measure a new model with the script
 #: (``--models <name>``) before trusting its bfloat16 results.
 BF16_PAIR_TOLERANCE = 1.0
+
+
+#: ``mkl_serv_cbwr_get`` codes (Intel MKL's ``mkl_cbwr.h``) and their ``MKL_CBWR`` names.
+_CBWR_BRANCHES = {1: "OFF", 2: "AUTO", 3: "COMPATIBLE", 4: "SSE2", 6: "SSSE3", 7: "SSE4_1",
+                  8: "SSE4_2", 9: "AVX", 10: "AVX2", 12: "AVX512", 14: "AVX512_E1"}
+_CBWR_STRICT = 0x10000
+
+
+@functools.lru_cache(maxsize=1)
+def _mkl_cbwr_get():
+    """MKL's ``mkl_serv_cbwr_get`` from the torch library that carries MKL, or ``None`` (a torch
+    built without MKL: ARM, macOS; or one that does not export it)."""
+    import ctypes
+
+    import torch
+
+    lib = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
+    try:
+        get = ctypes.CDLL(lib).mkl_serv_cbwr_get
+    except (OSError, AttributeError):
+        return None
+    get.restype, get.argtypes = ctypes.c_int, [ctypes.c_int]
+    return get
+
+
+def mkl_mode() -> str:
+    """The MKL conditional-numerical-reproducibility mode in force in this process, as
+    ``MKL_CBWR`` spells it (``"AVX2,STRICT"``; ``"OFF"``: MKL picks its kernels by CPU and by the
+    shape of each product), or ``"no MKL"`` (torch without MKL: its CPU products are not pinned).
+
+    Why it matters (issue 41): with the mode off, MKL's AVX-512 ``sgemm`` rounds a row of a float32
+    product differently for 16 or more rows than for fewer (2e-6 on a 576 x 1536 product), and
+    SmolLM2-135M amplifies that rounding at the first token after BOS (its layers 9-11 write an
+    activation of about 1,800 there, layers 28-29 cancel it) to 6.5e-3 nats: *Roger had known
+    himself.* scores -11.25221 at that token batched with 7 other texts, -11.25871 alone,
+    -11.25887 in float64. Pinned (:data:`MKL_CBWR`) every row's bits are the same whatever the
+    batch and the thread count, on any x86 CPU with AVX2 (``benchmarks/kernel_spread.py``)."""
+    get = _mkl_cbwr_get()
+    if get is None:
+        return "no MKL"
+    code = int(get(-1))
+    name = _CBWR_BRANCHES.get(code & ~_CBWR_STRICT & 0xFFFF, str(code & 0xFFFF))
+    return name + (",STRICT" if code & _CBWR_STRICT else "")
+
+
+def mkl_pinned() -> bool:
+    """Is MKL in :data:`MKL_CBWR` mode (``False`` without MKL)?"""
+    return mkl_mode() == MKL_CBWR
 
 
 def dtype_name(dtype) -> str:

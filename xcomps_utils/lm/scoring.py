@@ -27,11 +27,14 @@ How (issue 5, "scoring near the hardware limit"):
 Resuming an interrupted run is the results store's job (:mod:`xcomps_utils.runs.store`), one finished
 shard of pairs at a time; this module only computes.
 
-In float32 the results equal a one-text-at-a-time forward pass (float64 log-softmax) within 1e-5
-nats per token whatever the batch size, and within 1e-4 per text with prefix sharing (tested on
-English BLiMP sentences), wherever the model's float32 kernels agree across batch shapes; where
-they do not (SmolLM2 on non-Latin scripts: up to 5.4e-4 per token, minicons alike) the gap is the
-model's arithmetic, measured per model in :data:`xcomps_utils.lm.precision.FLOAT32_GAP_BY_MODEL`.
+In float32 on a CPU the results equal a one-text-at-a-time forward pass (float64 log-softmax)
+bit for bit whatever the batch size and thread count, since importing the package pins MKL's
+reproducible mode (:data:`xcomps_utils.MKL_CBWR`; :func:`xcomps_utils.lm.precision.mkl_mode`):
+tested on real batch shapes (``tests/lm/test_batch_invariance.py``). Without it MKL rounds a row of
+a product differently for other numbers of rows, and a model with massive activations (SmolLM2)
+amplifies that to 6.5e-3 nats at one token (issue 41); scoring then warns once. With prefix
+sharing the results are within 1e-4 per text. The gap to float64 is the model's arithmetic,
+measured per model in :data:`xcomps_utils.lm.precision.FLOAT32_GAP_BY_MODEL`.
 A non-finite log-probability raises instead of reaching a result. In bfloat16 the model body
 rounds: how far such results can be trusted is measured in :mod:`xcomps_utils.lm.precision`.
 """
@@ -50,6 +53,7 @@ from tqdm.auto import tqdm
 from .encoding import (BOS_POLICIES, Encoded, check_texts, context_token, default_token_budget,
                        encode, length_batches, resolve_token_budget)
 from .models import LanguageModel
+from .precision import MKL_CBWR, mkl_mode
 from .token_scores import token_table, TokenScores
 
 __all__ = ["BOS_POLICIES", "TokenScores", "token_scores", "continuation_scores", "prefix_groups",
@@ -430,7 +434,9 @@ _SCORING_ARGS = """
             (``"auto"``: :func:`default_token_budget`; ``None``: no cap).
         shared_prefix: compute a prefix shared by several texts (an instruction, a Meta prompt
             scored with two answers) once and reuse its key/value cache (:func:`prefix_groups`);
-            equal to scoring every text in full within 1e-5 nats per token in float32 (tested).
+            equal to scoring every text in full within ``FLOAT32_LENGTH_TOLERANCE`` (5e-5) nats
+            per token in float32: the prefix runs as a sequence of its own length, and attention
+            sums a row in an order that depends on it (1.5e-5 measured on SmolLM2, tested).
         progress: show a tqdm bar (a string is used as its description).
 """
 
@@ -462,6 +468,26 @@ def token_scores(lm: LanguageModel, texts: list[str], *, bos_policy: str = "bos"
 
 
 
+_WARNED_UNPINNED: list = []
+
+
+def _warn_unpinned(lm: LanguageModel) -> None:
+    """Warn once per process when a CPU model scores with MKL not in :data:`MKL_CBWR` mode: MKL
+    was called before ``xcomps_utils`` was imported, or ``MKL_CBWR``/``XCOMPS_MKL_CBWR`` say
+    otherwise (the mode in force is recorded with every run either way)."""
+    if lm.device.type != "cpu" or _WARNED_UNPINNED:
+        return
+    mode = mkl_mode()
+    if mode not in (MKL_CBWR, "no MKL"):
+        _WARNED_UNPINNED.append(mode)
+        warnings.warn(
+            f"MKL's reproducible mode is {mode!r}, not {MKL_CBWR!r} (MKL computed before "
+            f"xcomps_utils was imported, or MKL_CBWR/XCOMPS_MKL_CBWR set otherwise): batched "
+            f"float32 log-probabilities may differ from one-at-a-time ones by more than 1e-5 "
+            f"nats per token (6.5e-3 measured on SmolLM2); import xcomps_utils before any torch "
+            f"computation, or start Python with MKL_CBWR={MKL_CBWR}", UserWarning, stacklevel=3)
+
+
 def score_encoded(lm: LanguageModel, encoded: list[Encoded], *, texts: list[str] | None = None,
                   bos_policy: str = "bos", batch_size: int | None = None,
                   token_budget: int | str | None = "auto", shared_prefix: bool = True,
@@ -475,6 +501,7 @@ def score_encoded(lm: LanguageModel, encoded: list[Encoded], *, texts: list[str]
     """
     if texts is None:
         texts = [lm.tokenizer.decode(e.ids[e.n_context:]) for e in encoded]
+    _warn_unpinned(lm)
     if batch_size is not None and batch_size < 1:
         raise ValueError(f"batch_size must be >= 1 or None, got {batch_size}")
     token_budget = resolve_token_budget(lm, token_budget)
@@ -543,7 +570,10 @@ def score_encoded(lm: LanguageModel, encoded: list[Encoded], *, texts: list[str]
             j = int(np.flatnonzero(~np.isfinite(lp))[0])
             raise FloatingPointError(
                 f"text #{i} {text!r}: log-probability {lp[j]} at token {j} "
-                f"({lm.tokenizer.convert_ids_to_tokens(ids[j])!r}); model {lm.name}, {lm.dtype}")
+                f"({lm.tokenizer.convert_ids_to_tokens(ids[j])!r}); model {lm.name}, {lm.dtype}, "
+                f"weights {getattr(lm, 'weights', None) or 'unknown'} (damaged weights give NaN "
+                f"from the first token on: check a converted cache with "
+                f"xcomps_utils.lm.models.verify_converted(folder, full=True))")
         out.append(TokenScores(text, np.asarray(ids, dtype=np.int64),
                                lm.tokenizer.convert_ids_to_tokens(ids), e.offsets, lp,
                                bos_policy, e.ids[:e.n_context]))

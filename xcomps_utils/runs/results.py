@@ -19,14 +19,18 @@ __all__ = ["environment", "provenance"]
 
 def environment() -> dict:
     """The software and machine a result is computed with: Python, this package, torch,
-    transformers and pandas versions, the machine type, whether CUDA is available, CPU threads."""
+    transformers and pandas versions, the machine type, whether CUDA is available, CPU threads,
+    and MKL's reproducibility mode (:func:`xcomps_utils.lm.precision.mkl_mode`)."""
     import torch
     import transformers
+
+    from ..lm.precision import mkl_mode
 
     return {"python": platform.python_version(), "xcomps_utils": __version__,
             "torch": torch.__version__, "transformers": transformers.__version__,
             "pandas": pd.__version__, "machine": platform.machine(),
-            "CUDA available": torch.cuda.is_available(), "CPU threads": torch.get_num_threads()}
+            "CUDA available": torch.cuda.is_available(), "CPU threads": torch.get_num_threads(),
+            "MKL_CBWR": mkl_mode()}
 
 
 def provenance(lm=None, datasets: dict | None = None, **parameters) -> dict:
@@ -41,7 +45,7 @@ def provenance(lm=None, datasets: dict | None = None, **parameters) -> dict:
     record = {
         "package": "xcomps_utils", "package_version": __version__,
         "torch": env["torch"], "transformers": env["transformers"],
-        "python": env["python"], "machine": env["machine"],
+        "python": env["python"], "machine": env["machine"], "mkl_cbwr": env["MKL_CBWR"],
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "data_sha256": datasets or {}, "parameters": parameters,
     }
