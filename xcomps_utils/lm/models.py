@@ -12,12 +12,17 @@ One call, :func:`load_model`, takes a Hugging Face model id, a local folder, or 
 transformers de-quantizes a GGUF file to float32 weights, which takes 20-80 s on two CPU cores. The
 first load therefore saves the de-quantized model (safetensors + tokenizer) in the user cache
 (:func:`xcomps_utils.paths.cache_dir`), keyed by the GGUF file's SHA-256; later loads read that
-folder in seconds and score exactly like the GGUF-loaded model (tested).
+folder in seconds and score exactly like the GGUF-loaded model (tested). The converted folder
+holds a checksum manifest (:data:`MANIFEST`) that every load checks first; a damaged folder is
+named, moved aside and reconverted (:func:`load_model`, *The converted cache*).
 
 A name that is none of these fails at once with :class:`ModelNotFoundError` (listing the embedded
 names, closest first) instead of retrying an unreachable hub. :func:`model_identity` says what a
 name would load (weights identity, device, dtype) without loading it, and equals
-:meth:`LanguageModel.identity` of the loaded model.
+:meth:`LanguageModel.identity` of the loaded model. For an embedded model it writes nothing (the
+cache stays empty: a page that reads its runs from a store converts and assembles nothing): the
+GGUF's SHA-256 is hashed from the package's files, once per process; Gemma's GGUF is assembled
+into the cache only when the model is loaded.
 """
 
 from __future__ import annotations
@@ -26,13 +31,16 @@ import difflib
 import hashlib
 import importlib
 import importlib.util
+import json
 import os
 import re
 import shutil
 import socket
 import threading
+import time
 import urllib.request
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -48,12 +56,19 @@ from .precision import DTYPES
 #: Short names accepted for the dtypes of :data:`xcomps_utils.lm.precision.DTYPES`.
 DTYPE_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
-__all__ = ["LanguageModel", "EMBEDDED_MODELS", "ModelNotFoundError", "load_model",
-           "check_model", "model_identity", "resolve_device_dtype"]
+__all__ = ["LanguageModel", "EMBEDDED_MODELS", "MANIFEST", "ModelCacheError",
+           "ModelNotFoundError", "load_model", "check_model", "model_identity",
+           "resolve_device_dtype", "verify_converted"]
 
 HUB_TIMEOUT_S = 3.0  # bound on the hub reachability check (TCP connect to the endpoint)
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+class ModelCacheError(XcompsError, RuntimeError):
+    """An embedded model's converted cache is still damaged (or still fails to load) after it
+    was moved aside and reconverted from its GGUF once. The message names the file, the folders
+    set aside, and what to check."""
 
 
 class ModelNotFoundError(XcompsError, ValueError):
@@ -91,6 +106,9 @@ class LanguageModel:
             weight files and config.json) for local folders, the commit of the loaded snapshot
             in the Hugging Face cache for hub ids (``None`` if unknown).
         device, dtype: where and in what precision it runs.
+        weights: where the weights were read from, for messages (a NaN log-probability names
+            it): the converted ``model.safetensors`` of an embedded model, the folder of a local
+            model, the cached snapshot folder (else the id) of a hub model; ``None`` if unknown.
     """
 
     model: torch.nn.Module
@@ -101,6 +119,7 @@ class LanguageModel:
     dtype: torch.dtype
     source: dict = field(default_factory=dict)
     fast_head: bool | None = None  # set on first scoring: LM head on scored positions only
+    weights: str | None = None
 
     def provenance(self) -> dict:
         """JSON-able identity of the model, for results' provenance."""
@@ -362,19 +381,21 @@ def model_identity(name: str, revision: str | None = None, device="auto", dtype=
     Returns:
         ``{"model": name, "model_revision", "device", "dtype"}``, equal to
         ``load_model(name, ...).identity()``. ``model_revision`` is the GGUF file's SHA-256 for an
-        embedded model, ``"files:<sha256>"`` (a fingerprint of the weight files and config.json)
-        for a folder, and for a hub id ``revision`` if it is a 40-hex commit, else the commit of
-        the locally cached snapshot, else ``None`` (the hub is not asked). ``device`` is the
-        device kind (``"cpu"``, ``"cuda"``, ``"mps"``).
+        embedded model (hashed from the package's files, writing nothing; see
+        :func:`_embedded_sha256`), ``"files:<sha256>"`` (a fingerprint of the weight files and
+        config.json) for a folder, and for a hub id ``revision`` if it is a 40-hex commit, else
+        the commit of the locally cached snapshot, else ``None`` (the hub is not asked).
+        ``device`` is the device kind (``"cpu"``, ``"cuda"``, ``"mps"``).
 
     Raises:
         ModelNotFoundError: a path-like name that is not a model folder, or an invalid hub id.
         ModuleNotFoundError: an embedded model's package is not installed.
-        ValueError: an unknown dtype name.
+        ValueError: an unknown dtype name; a chunked embedded package whose parts do not hash
+            to the SHA-256 it records.
     """
     device, dtype = resolve_device_dtype(device, dtype)
     if name in EMBEDDED_MODELS:
-        rev = file_sha256(_embedded_gguf(EMBEDDED_MODELS[name]))
+        rev = _embedded_sha256(EMBEDDED_MODELS[name])
     elif _looks_like_path(name):
         rev = _folder_fingerprint(_model_folder(name))
     else:
@@ -383,9 +404,8 @@ def model_identity(name: str, revision: str | None = None, device="auto", dtype=
     return _identity(name, rev, device, dtype)
 
 
-def _embedded_gguf(spec: _Embedded) -> Path:
-    """The GGUF file of an embedded model; a package that assembles it from chunks does so once,
-    into the cache (see :func:`_assembled`).
+def _package_folder(spec: _Embedded) -> Path:
+    """The installed folder of an embedded model's package (found, not imported).
 
     Raises:
         ModuleNotFoundError: the package is not installed (says how to install it).
@@ -393,10 +413,64 @@ def _embedded_gguf(spec: _Embedded) -> Path:
     found = importlib.util.find_spec(spec.package)
     if found is None:
         raise ModuleNotFoundError(f"embedded model needs the package {spec.package!r}: {spec.pip}")
-    folder = Path(next(iter(found.submodule_search_locations)))
+    return Path(next(iter(found.submodule_search_locations)))
+
+
+def _embedded_gguf(spec: _Embedded) -> Path:
+    """The GGUF file of an embedded model, to load it; a package that assembles it from chunks
+    does so once, into the cache (see :func:`_assembled`). Its identity needs no file:
+    :func:`_embedded_sha256`.
+
+    Raises:
+        ModuleNotFoundError: the package is not installed (says how to install it).
+    """
+    folder = _package_folder(spec)
     if spec.filename is not None:
         return folder / spec.filename
     return _assembled(importlib.import_module(spec.package))
+
+
+#: The SHA-256 of each embedded model's GGUF computed in this process, by the paths, sizes and
+#: modification times (ns) of the package files it was hashed from (see :func:`_embedded_sha256`).
+_SHA256_SEEN: dict[tuple, str] = {}
+
+
+def _embedded_sha256(spec: _Embedded) -> str:
+    """The SHA-256 of an embedded model's GGUF (its identity, part of every run's key), written
+    nowhere: the GGUF file's bytes, or for a chunked package the bytes of its parts in order
+    (``chunk_paths()``), whose SHA-256 is that of the file :func:`_assembled` would build from
+    them (so the cache stays empty until the model is loaded). Hashed once per process (0.2 s for
+    Gemma's 253 MB, 0.07 s for SmolLM2's 98 MB, from the page cache; assembling Gemma's GGUF into
+    the cache first took 2.4 s, and 0.36 s each later call); later calls cost a ``stat`` per file
+    (0.3 ms), and a replaced file (another size or time) is hashed again.
+
+    Raises:
+        ModuleNotFoundError: the package is not installed (says how to install it).
+        ValueError: a chunked package's parts do not hash to the SHA-256 it records (a damaged
+            install: assembling them would fail the same way).
+    """
+    folder = _package_folder(spec)
+    module = None
+    if spec.filename is not None:
+        files = [folder / spec.filename]
+    else:
+        module = importlib.import_module(spec.package)
+        files = [Path(p) for p in module.chunk_paths()]
+    seen = tuple((str(p), st.st_size, st.st_mtime_ns) for p in files for st in [p.stat()])
+    if seen not in _SHA256_SEEN:
+        digest = hashlib.sha256()
+        for path in files:
+            with open(path, "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(block)
+        sha = digest.hexdigest()
+        if module is not None and sha != module.EXPECTED_SHA256:
+            raise ValueError(f"the parts of the package {spec.package!r} ({files[0].parent} ...) "
+                             f"hash to SHA-256 {sha[:16]}..., not the {module.EXPECTED_SHA256[:16]}"
+                             f"... it records: a damaged install; reinstall it ({spec.pip} "
+                             f"--force-reinstall)")
+        _SHA256_SEEN[seen] = sha
+    return _SHA256_SEEN[seen]
 
 
 def _cache_lock(target: Path) -> FileLock:
@@ -423,9 +497,10 @@ def _clear_leftovers(target: Path) -> None:
 
 
 def _assembled(module) -> Path:
-    """A chunked package's GGUF, assembled once into ``<cache>/gguf/`` and checked against the
-    package's SHA-256: into a unique temporary file renamed into place, under a file lock. A file
-    there with another SHA-256 (a partial one an older version left when killed) is redone."""
+    """A chunked package's GGUF, to load it, assembled once into ``<cache>/gguf/`` and checked
+    against the package's SHA-256: into a unique temporary file renamed into place, under a file
+    lock. A file there with another SHA-256 (a partial one an older version left when killed) is
+    redone. Only loading calls it: the identity needs no file (:func:`_embedded_sha256`)."""
     target = cache_dir() / "gguf" / module.MODEL_NAME
     with _cache_lock(target):
         if target.exists() and file_sha256(target) == module.EXPECTED_SHA256:
@@ -437,36 +512,284 @@ def _assembled(module) -> Path:
     return target
 
 
-def _convert_gguf(gguf: Path, target: Path) -> None:
-    """De-quantize a GGUF file once and save it as a plain transformers folder: into a unique
-    temporary folder renamed into place, under a file lock (a second process waits, then uses
-    the first one's folder; a killed converter's leftovers are removed by the next one)."""
+#: The converted folder's checksum manifest, written last (atomically) by the conversion.
+MANIFEST = "xcomps-manifest.json"
+_MANIFEST_FORMAT = 1
+#: A file modified less than this before its stamp was recorded may have been changed again
+#: within the same file-system timestamp tick: its stamp is not trusted (the "racy" case of git's
+#: index), so it is re-hashed until a check made later than this confirms it.
+_RACY_NS = 2_000_000_000
+
+
+def _write_converted(gguf: Path, folder: Path) -> None:
+    """De-quantize ``gguf`` with transformers and save it (safetensors + tokenizer) in ``folder``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                 dtype=torch.float32)
+    # After loading, the weights are plain float32 tensors; only the GGUF quantization
+    # marker makes save_pretrained refuse ("not serializable"). Clear it.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+def _stamp(path: Path) -> dict:
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _write_manifest(folder: Path, gguf_sha256: str, files: dict) -> None:
+    """Write :data:`MANIFEST` into ``folder`` atomically (a temporary file renamed into place)."""
+    record = {"format": _MANIFEST_FORMAT, "gguf_sha256": gguf_sha256,
+              "checked_ns": time.time_ns(), "files": files}
+    target = folder / MANIFEST
+    tmp = _temporary(target)
+    tmp.write_text(json.dumps(record, indent=1, sort_keys=True))
+    os.replace(tmp, target)
+
+
+def _record_manifest(folder: Path, gguf_sha256: str) -> None:
+    """Hash every file of a converted folder (but the manifest) and write the manifest."""
+    files = {p.name: {**_stamp(p), "sha256": file_sha256(p)} for p in sorted(folder.iterdir())
+             if p.is_file() and p.name != MANIFEST and not p.name.startswith(".")}
+    _write_manifest(folder, gguf_sha256, files)
+
+
+def _read_manifest(folder: Path) -> dict | None:
+    """The manifest's record; ``None`` if there is none. Raises ValueError if it is unreadable."""
+    path = folder / MANIFEST
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_text())
+        files = record["files"]
+        if (record.get("format") != _MANIFEST_FORMAT or not isinstance(files, dict) or not files
+                or not all(isinstance(v, dict) and {"size", "mtime_ns", "sha256"} <= set(v)
+                           for v in files.values())):
+            raise ValueError("not a checksum manifest of this version")
+        return record
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError) as e:
+        raise ValueError(f"unreadable ({type(e).__name__}: {e})") from None
+
+
+def verify_converted(folder: str | os.PathLike, gguf_sha256: str | None = None,
+                     full: bool = False) -> tuple[Path, str] | None:
+    """What is wrong with a converted model folder, checked against its :data:`MANIFEST`.
+
+    Every file the manifest lists must exist with its recorded size. A file whose size and
+    modification time (ns) equal the recorded ones is trusted without reading it, unless its
+    stamp is *racy* (the file was modified within :data:`_RACY_NS` of the manifest's last
+    check); any other file is re-hashed and its SHA-256 compared with the recorded one. A file
+    whose SHA-256 still matches gets its new stamp recorded (so it is hashed once, not on every
+    load). ``full=True`` re-hashes every file.
+
+    Cost (SmolLM2-135M, 7 files, 540 MB ``model.safetensors``, 2 CPU cores): the stamp check
+    takes well under a millisecond; hashing the safetensors file takes 0.4 s from the page cache
+    and 1.4 s cold, while a warm ``load_model`` of the converted folder takes 0.35 s (the weights
+    are memory-mapped, so a full hash on every load would more than double it). Hence the stamp:
+    a change through the file system (a truncation, bytes written into the file) changes the
+    size or the modification time and is caught by a hash; damage that keeps both (a disk's bit
+    rot, a tool that restores the time) is caught only by ``full=True``, which
+    :func:`load_model` uses when loading fails, and shows as a NaN log-probability naming the
+    file (:attr:`LanguageModel.weights`) when it does not.
+
+    Args:
+        folder: the converted folder (``<cache>/models/<name>-<sha16>``).
+        gguf_sha256: the SHA-256 of the GGUF it must have been converted from (not checked if
+            ``None``).
+        full: re-hash every file, whatever its stamp.
+
+    Returns:
+        ``None`` if the folder is intact, else ``(file, problem)``: the first damaged file (the
+        manifest itself when it is missing or unreadable) and what is wrong with it.
+    """
+    folder = Path(folder)
+    try:
+        record = _read_manifest(folder)
+    except ValueError as e:
+        return folder / MANIFEST, f"checksum manifest {e}"
+    if record is None:
+        return folder / MANIFEST, "no checksum manifest"
+    if gguf_sha256 is not None and record.get("gguf_sha256") != gguf_sha256:
+        return folder / MANIFEST, (f"converted from GGUF {str(record.get('gguf_sha256'))[:16]}, "
+                                   f"not {gguf_sha256[:16]}")
+    files, changed = record["files"], False
+    for name, want in files.items():
+        path = folder / name
+        try:
+            now = _stamp(path)
+        except OSError:
+            return path, "missing"
+        if now["size"] != want["size"]:
+            return path, (f"{now['size']:,} bytes, {want['size']:,} recorded at conversion "
+                          f"(truncated or overwritten)")
+        racy = want["mtime_ns"] + _RACY_NS > record["checked_ns"]
+        if full or racy or now["mtime_ns"] != want["mtime_ns"]:
+            sha = file_sha256(path)
+            if sha != want["sha256"]:
+                return path, (f"SHA-256 {sha[:16]}..., {want['sha256'][:16]}... recorded at "
+                              f"conversion (its bytes were changed)")
+            if now["mtime_ns"] != want["mtime_ns"] or racy:
+                files[name] = {**want, **now}
+                changed = True
+    if changed and time.time_ns() > max(f["mtime_ns"] for f in files.values()) + _RACY_NS:
+        try:  # record the confirmed stamps, so the next load trusts them
+            _write_manifest(folder, record.get("gguf_sha256"), files)
+        except OSError:
+            pass  # a read-only cache: checked again next time
+    return None
+
+
+def _adopt_legacy(folder: Path, gguf_sha256: str) -> tuple[Path, str] | None:
+    """A folder converted before the manifest existed: check that each safetensors file reads
+    (its header parses and its data fill the file) and holds only finite numbers, then record its
+    manifest; return what is wrong instead if it fails. About 1 s once for SmolLM2."""
+    from safetensors import safe_open
+
+    for path in sorted(folder.glob("*.safetensors")):
+        try:
+            with safe_open(str(path), framework="pt") as f:
+                for key in f.keys():
+                    t = f.get_tensor(key)
+                    if t.is_floating_point() and not torch.isfinite(t).all():
+                        return path, f"tensor {key!r} holds NaN or infinite values"
+        except Exception as e:  # SafetensorError and what a damaged header raises
+            return path, f"unreadable ({type(e).__name__}: {e})"
+    _record_manifest(folder, gguf_sha256)
+    return None
+
+
+def _set_aside(folder: Path) -> Path:
+    """Rename a damaged converted folder to ``<folder>.damaged-<UTC time>`` (never delete it)."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = folder.with_name(f"{folder.name}.damaged-{stamp}")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = folder.with_name(f"{folder.name}.damaged-{stamp}-{n}")
+    folder.rename(aside)
+    return aside
+
+
+def _convert(gguf: Path, target: Path, gguf_sha256: str) -> None:
+    """Convert into a unique temporary folder, write its manifest last, rename it into place
+    (call while holding the target's lock; ``target`` must not exist)."""
+    _clear_leftovers(target)
+    tmp = _temporary(target)
+    _write_converted(gguf, tmp)
+    _record_manifest(tmp, gguf_sha256)
+    os.replace(tmp, target)
+
+
+def _rebuild(gguf: Path, target: Path, gguf_sha256: str, problem: tuple[Path, str]) -> Path:
+    """Set a damaged converted folder aside, say so, and reconvert it (holding the lock)."""
+    aside = _set_aside(target)
+    bad, why = problem
+    warnings.warn(f"converted model cache damaged: {bad}: {why}; moved {target.name} aside to "
+                  f"{aside} (delete it when done looking) and reconverting from {gguf}",
+                  RuntimeWarning, stacklevel=3)
+    try:
+        _convert(gguf, target, gguf_sha256)
+    except Exception as e:
+        raise ModelCacheError(
+            f"converted model cache {bad} is damaged ({why}), and reconverting {target.name} from "
+            f"{gguf} failed: {type(e).__name__}: {e}; the damaged copy is in {aside}; check the "
+            f"disk (free space, errors) or set XCOMPS_CACHE_DIR to another place") from e
+    return aside
+
+
+def _manifest_bytes(folder: Path) -> bytes | None:
+    try:
+        return (folder / MANIFEST).read_bytes()
+    except OSError:
+        return None
+
+
+def _ensure_converted(gguf: Path, target: Path, gguf_sha256: str) -> list[Path]:
+    """The converted folder of a GGUF, verified (:func:`verify_converted`): converted if it is
+    not there, adopted if an older version converted it (no manifest), else set aside and
+    reconverted once if damaged. A second process waits on the lock, then uses the result.
+
+    Returns:
+        the folders set aside (empty when nothing was damaged).
+
+    Raises:
+        ModelCacheError: the reconverted folder fails its check too.
+    """
+    if target.is_dir() and verify_converted(target, gguf_sha256) is None:
+        return []  # the usual path: no lock, a stat per file
     with _cache_lock(target):
-        if _converted(target):
-            return
-        _clear_leftovers(target)
-        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
-                                                     dtype=torch.float32)
-        # After loading, the weights are plain float32 tensors; only the GGUF quantization
-        # marker makes save_pretrained refuse ("not serializable"). Clear it.
-        model.hf_quantizer = None
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-        tmp = _temporary(target)
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        if target.exists():  # incomplete (no config.json or weights): set aside, then removed
-            aside = _temporary(target)
-            target.rename(aside)
-            shutil.rmtree(aside, ignore_errors=True)
-        os.replace(tmp, target)
+        if not target.exists():
+            _convert(gguf, target, gguf_sha256)
+            return []
+        problem = verify_converted(target, gguf_sha256)
+        if problem is None:
+            return []
+        if problem[1] == "no checksum manifest":
+            if not _converted(target):
+                problem = (target, "incomplete: no config.json or no safetensors file (an "
+                                   "interrupted conversion of an older version)")
+            else:
+                problem = _adopt_legacy(target, gguf_sha256)
+                if problem is None:
+                    return []
+        aside = _rebuild(gguf, target, gguf_sha256, problem)
+        again = verify_converted(target, gguf_sha256)
+        if again is not None:
+            raise ModelCacheError(
+                f"converted model cache {again[0]} is damaged ({again[1]}) even after "
+                f"reconverting it from {gguf} (the first copy, {problem[0].name}: {problem[1]}, "
+                f"is in {aside}); check the disk (free space, errors) or set XCOMPS_CACHE_DIR "
+                f"to another place")
+    return [aside]
 
 
 def _converted(folder: Path) -> bool:
     return (folder / "config.json").is_file() and any(folder.glob("*.safetensors"))
+
+
+def _weights_of(folder: Path) -> str:
+    """The single safetensors file of a folder (else the folder), for messages."""
+    files = sorted(folder.glob("*.safetensors"))
+    return str(files[0] if len(files) == 1 else folder)
+
+
+def _load_converted(name: str, gguf: Path, folder: Path, sha: str, device: torch.device,
+                    dtype: torch.dtype, source: dict, kwargs: dict) -> LanguageModel:
+    """Load an embedded model's converted folder; if loading fails (other than for lack of
+    memory), re-hash it in full, set it aside and reconvert once, then load again.
+
+    Raises:
+        ModelCacheError: the reconverted folder fails to load too (names the file).
+    """
+    seen = _manifest_bytes(folder)
+    try:
+        return _load(name, str(folder), sha, device, dtype, None, source, kwargs)
+    except torch.OutOfMemoryError:
+        raise
+    except Exception as first:  # SafetensorError, OSError, ValueError ... from a damaged file
+        problem = verify_converted(folder, sha, full=True) or (
+            Path(_weights_of(folder)), f"matches its checksums but fails to load "
+                                       f"({type(first).__name__}: {first})")
+        with _cache_lock(folder):
+            if _manifest_bytes(folder) == seen:  # not rebuilt by another process meanwhile
+                aside = _rebuild(gguf, folder, sha, problem)
+            else:
+                aside = None
+        try:
+            return _load(name, str(folder), sha, device, dtype, None, source, kwargs)
+        except torch.OutOfMemoryError:
+            raise
+        except Exception as e:
+            kept = f" (the first copy is in {aside})" if aside else ""
+            raise ModelCacheError(
+                f"converted model cache {_weights_of(folder)} fails to load even after "
+                f"reconverting it from {gguf}{kept}: {type(e).__name__}: {e}; first failure: "
+                f"{problem[0]}: {problem[1]}") from e
 
 
 def load_model(name: str = "smollm2-135m-instruct", device="auto", dtype="auto",
@@ -491,13 +814,28 @@ def load_model(name: str = "smollm2-135m-instruct", device="auto", dtype="auto",
     Returns:
         a :class:`LanguageModel` in eval mode; its :attr:`~LanguageModel.revision` is the GGUF
         SHA-256 (embedded), the folder fingerprint (local folder; see :func:`model_identity`) or
-        the hub commit hash.
+        the hub commit hash; its :attr:`~LanguageModel.weights` names the file or folder read.
+
+    The converted cache (embedded models): the conversion writes the folder's files, then the
+    SHA-256, size and modification time of each in :data:`MANIFEST` (last, atomically, before
+    the folder is renamed into place). Every load first checks the folder against it
+    (:func:`verify_converted`: a stat per file; a hash only of a file whose stamp changed).
+    A damaged folder (a file missing, truncated or with other bytes, the manifest missing or
+    unreadable) is named in a ``RuntimeWarning``, renamed to ``<folder>.damaged-<UTC time>``
+    (never deleted) and reconverted from the GGUF once, under the cache's file lock. So is a
+    folder that passes the check but fails to load (re-hashed in full first, to name the file).
+    A folder converted before the manifest existed is kept if every tensor of its safetensors
+    files reads and is finite (2 s once for SmolLM2, 7 s for Gemma) and given its manifest, else
+    rebuilt: reconverting every such cache would cost 20-80 s each, while a check that reads each
+    tensor catches what damage is seen (a truncated file, NaN from garbage bytes).
 
     Raises:
         ModelNotFoundError: a path-like name that is not a model folder; a hub id that is not
             cached while the hub is unreachable, or that the hub does not have (the message lists
             the embedded models, closest first).
         ModuleNotFoundError: an embedded model's package is not installed (the message says how).
+        ModelCacheError: an embedded model's converted folder is still damaged, or still fails
+            to load, after one reconversion (names the file and the folder set aside).
     """
     device, dtype = resolve_device_dtype(device, dtype, check=True)
     given = set(kwargs)
@@ -507,10 +845,11 @@ def load_model(name: str = "smollm2-135m-instruct", device="auto", dtype="auto",
         gguf = _embedded_gguf(EMBEDDED_MODELS[name])
         sha = file_sha256(gguf)
         folder = cache_dir() / "models" / f"{name}-{sha[:16]}"
-        if not _converted(folder):
-            _convert_gguf(gguf, folder)
-        path, rev = str(folder), sha
+        _ensure_converted(gguf, folder, sha)
         source = {"gguf_file": gguf.name, "gguf_sha256": sha, "converted_to": str(folder)}
+        lm = _load_converted(name, gguf, folder, sha, device, dtype, source, kwargs)
+        lm.weights = _weights_of(folder)
+        return lm
     elif _looks_like_path(name):
         folder = _model_folder(name)
         path, rev = str(folder), _folder_fingerprint(folder)
@@ -550,6 +889,10 @@ def load_model(name: str = "smollm2-135m-instruct", device="auto", dtype="auto",
         raise
     if hub:  # loaded, so the revision's snapshot is in the cache now
         lm.revision = _hub_commit(name, revision, kwargs.get("cache_dir"))
+        snapshot = _cached_snapshot(name, revision, kwargs.get("cache_dir"))
+        lm.weights = str(snapshot) if snapshot is not None else name
+    else:
+        lm.weights = path
     return lm
 
 
