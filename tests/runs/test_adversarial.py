@@ -383,3 +383,158 @@ def test_chapter_wrong_type_under_papermill(chapter, data_dir, tmp_path):
         papermill.execute_notebook(str(src), str(tmp_path / "out.ipynb"),
                                    parameters={name: value}, cwd=str(tmp_path),
                                    kernel_name="python3", progress_bar=False)
+
+
+# --- 5. issue 41: verify holds shipped.json to ship's rules; every task keeps its rows; ls ----
+
+def _shipped(tmp_path, omit=("direct_tokens",)):
+    """A fake run shipped (Store.ship) from ``src`` into ``dest`` without ``omit``."""
+    src, run = _fake_run(tmp_path / "src")
+    src.ship(tmp_path / "dest", omit=omit)
+    return tmp_path / "dest", run.id
+
+
+def _edit_shipped(dest, rid, folders):
+    rec = json.loads((dest / S.SHIPPED).read_text())
+    rec["omitted"][rid] = folders
+    (dest / S.SHIPPED).write_text(json.dumps(rec))
+
+
+def test_a_shipped_json_omitting_measures_is_refused_as_ship_refuses_it(tmp_path):
+    dest, rid = _shipped(tmp_path)
+    assert _verify(dest).exit_code == 0
+    _edit_shipped(dest, rid, ["direct_tokens", "measures"])
+    shutil.rmtree(dest / "measures" / f"run={rid}")
+    r = _verify(dest)
+    assert r.exit_code == 1 and "every shard as recorded" not in r.output, r.output
+    assert f"{rid}: shipped.json lists measures among the folders run {rid} was shipped " \
+           f"without" in r.output
+    assert f"measures/run={rid}/shard-00000.parquet missing" in r.output  # damage, not omission
+    assert "no repair can fix" in r.output
+    assert S.Store(dest).omitted(rid) == {"direct_tokens"}
+    with pytest.raises(S.StoreError, match="shipped.json lists measures"):
+        S.Store(dest).measures([rid])
+    with pytest.raises(S.StoreError, match="measures are what a shipped run is"):
+        S.Store(tmp_path / "src").ship(tmp_path / "other", omit=("measures",))
+
+
+def test_an_omission_claimed_for_present_or_unrecorded_files_is_named(tmp_path):
+    dest, rid = _shipped(tmp_path)
+    shutil.copytree(tmp_path / "src" / "direct_tokens", dest / "direct_tokens")
+    r = _verify(dest)
+    assert r.exit_code == 1, r.output
+    assert f"{rid}: shipped.json lists direct_tokens among the folders run {rid} was shipped " \
+           f"without, yet direct_tokens/run={rid}/ holds 3 file(s)" in r.output
+    assert len(r.output.strip().splitlines()) == 2  # that line and the error: one line each
+    shutil.rmtree(dest / "direct_tokens")
+    _edit_shipped(dest, rid, ["direct_tokens", "ppl_tokens"])
+    r = _verify(dest)
+    assert r.exit_code == 1 and "lists ppl_tokens among the folders" in r.output
+    assert "no done marker of the run records a file in ppl_tokens/" in r.output
+    _edit_shipped(dest, "direct-gone-000000000000", ["states"])
+    _edit_shipped(dest, rid, ["direct_tokens"])
+    r = _verify(dest)
+    assert r.exit_code == 1 and "shipped.json lists run direct-gone-000000000000, which the " \
+                                "store does not hold" in r.output
+    _edit_shipped(dest, rid, "direct_tokens")  # a string, not a list of folders
+    r = _verify(dest)
+    assert r.exit_code == 1 and "shipped.json: unreadable" in r.output
+
+
+def test_a_stray_file_is_foreign_at_every_level_and_moved_by_repair(tmp_path):
+    st, run = _fake_run(tmp_path)
+    (tmp_path / "README.md").write_text("# a store")  # documents are part of the layout
+    (tmp_path / "LICENSE").write_text("MIT")
+    (tmp_path / ".gitattributes").write_text("*.parquet binary")
+    assert _verify(tmp_path).exit_code == 0
+    (tmp_path / "notes.txt").write_text("x")
+    (tmp_path / "measures" / "stray.parquet").write_bytes(b"x")
+    (tmp_path / "measures" / "old").mkdir()
+    (tmp_path / "measures" / "old" / "x.parquet").write_bytes(b"x")
+    (tmp_path / "scratch").mkdir()
+    (tmp_path / "scratch" / "y.csv").write_text("y")
+    (run.folder / "locks").mkdir(exist_ok=True)
+    (run.folder / "locks" / "note.txt").write_text("z")
+    problems = S.Store(tmp_path).verify()
+    assert {p["file"] for p in problems} == {
+        "notes.txt", "measures/stray.parquet", "measures/old/x.parquet", "scratch/y.csv",
+        f"runs/{run.id}/locks/note.txt"}
+    assert all(p["repair"] == "move" and "foreign" in p["problem"] for p in problems)
+    r = _verify(tmp_path)
+    assert r.exit_code == 1 and "5 foreign file(s)" in r.output
+    assert f"{tmp_path}: notes.txt foreign (never read)" in r.output
+    r = _verify(tmp_path, "--repair")
+    assert r.exit_code == 0 and "moved 5 foreign file(s)" in r.output, r.output
+    assert (tmp_path / "README.md").exists() and (tmp_path / "LICENSE").exists()
+    assert len(S.Store(tmp_path).measures([run.id])) == 6
+
+
+def test_the_shipped_store_of_the_repository_still_verifies_clean():
+    r = _verify(REPO / "store")
+    assert r.exit_code == 0 and "every shard as recorded" in r.output, r.output
+
+
+def _measures(kinds):
+    """Measures of one pair set mixing tasks with a language (``vi``) and without one (the
+    missing ``lang`` a store hands back for DUST, NaN or None, or an empty one)."""
+    langs = {"with": ["vi"], "without": [None, float("nan"), ""]}
+    rows = []
+    for kind in kinds:
+        for k, lang in enumerate(langs[kind]):
+            task = f"bmlama17:{lang}" if kind == "with" else ["dust", "crows_pairs", "nonsense"][k]
+            rows += [{**{c: "" for c in S.MEASURE_COLUMNS}, "method": "direct", "task": task,
+                      "lang": lang, "pair_id": str(i), "layer": -1, "measure": "correct",
+                      "value": float(i % 2)} for i in range(4)]
+    return pd.DataFrame(rows)
+
+
+KINDS = {"language only": ["with"], "without only": ["without"], "mixed": ["with", "without"]}
+
+
+@pytest.mark.parametrize("kinds", list(KINDS.values()), ids=list(KINDS))
+def test_the_run_summary_keeps_a_row_per_task_with_or_without_a_language(kinds):
+    m = _measures(kinds)
+    summary = planner.summary(m)
+    assert list(summary.task) == list(m.task.unique())
+    assert list(summary.n) == [4] * m.task.nunique()
+    with_lang = summary.task.str.startswith("bmlama17:")
+    assert set(summary.lang[with_lang]) <= {"vi"} and set(summary.lang[~with_lang]) <= {"—"}
+
+
+def test_run_prints_a_row_per_task_of_a_mixed_pair_set(tmp_path, monkeypatch):
+    """`xcomps-study run direct --task bmlama17:vi,dust`: the DUST row is printed beside the
+    BMLAMA one (no model: the selection and the run replaced)."""
+    from types import SimpleNamespace
+
+    _no_model(monkeypatch)
+    m = _measures(["with", "without"])
+    pairs = m.drop_duplicates(["task", "pair_id"])
+    monkeypatch.setattr(planner, "select", lambda *a, **k: [SimpleNamespace(
+        pairs=pairs, methods=["direct"])])
+    monkeypatch.setattr(methods, "run", lambda *a, **k: SimpleNamespace(
+        computed={"direct": 1}, runs={"direct": "direct-x"}, measures=m))
+    r = CliRunner().invoke(cli.main, ["run", "direct", "--task", "bmlama17:vi,dust", "--n-pairs",
+                                      "10", "--store", str(tmp_path), "--device", "cpu"])
+    assert r.exit_code == 0, r.output
+    lines = r.output.splitlines()
+    assert lines[0] == f"direct-x: {len(pairs)} pairs, computed 1 shard(s)"
+    assert lines[1].split() == ["method", "task", "lang", "n", "accuracy"]
+    assert [ln.split()[1:3] for ln in lines[2:]] == [["bmlama17:vi", "vi"], ["dust", "—"],
+                                                     ["crows_pairs", "—"], ["nonsense", "—"]]
+
+
+def test_ls_names_a_run_folder_without_its_record(tmp_path):
+    _, kept = _fake_run(tmp_path, 2, model="kept")
+    _, run = _fake_run(tmp_path)
+    (run.folder / "run.json").unlink()
+    r = CliRunner().invoke(cli.main, ["ls", "--store", str(tmp_path)])
+    assert r.exit_code == 1 and "no runs" not in r.output, r.output
+    assert kept.id in r.output.split("Error")[0]  # the other run is listed
+    assert f"runs/{run.id}/run.json missing: nothing records this run folder" in r.output
+    assert len(r.output.split("Error")[1].strip().splitlines()) == 1
+    shutil.rmtree(kept.folder)  # a deleted run folder: its results no record owns
+    shutil.rmtree(run.folder)
+    r = CliRunner().invoke(cli.main, ["ls", "--store", str(tmp_path)])
+    assert r.exit_code == 1 and "no runs" not in r.output, r.output
+    assert f"direct_tokens/run={kept.id}/ no run record owns it" in r.output
+    assert f"measures/run={kept.id}/" in r.output

@@ -186,3 +186,75 @@ def test_sweep_into_a_read_only_store_fails_before_any_model_loads(data_dir, tmp
     r = CliRunner().invoke(cli.main, ["sweep", str(path), "--quiet"])
     assert r.exit_code == 1 and "is not writable" in r.output, r.output
     assert time.monotonic() - start < 30
+
+
+# --- issue 41 item 6: sizes checked before work (refused, the one policy) -------------------------
+
+def _no_model(monkeypatch):
+    """Loading a model or running a method fails the test: the refusal comes before either."""
+    from xcomps_utils.lm import models
+
+    def boom(*a, **k):
+        raise AssertionError("a model was loaded or a run started")
+
+    monkeypatch.setattr(models, "load_model", boom)
+    monkeypatch.setattr(planner, "load", boom)
+    monkeypatch.setattr(methods, "run", boom)
+
+
+def test_n_pairs_above_the_task_is_refused_before_any_model_loads(data_dir, tmp_path,
+                                                                   monkeypatch):
+    """`run direct --task bmlama17:vi --n-pairs 1000000000000` started a run of all 59,143
+    pairs, saying nothing of the task holding fewer. The command line names its flag (not the
+    planner's parameter ``n_pairs``, nor Python's ``None``)."""
+    _no_model(monkeypatch)
+    start = time.monotonic()
+    r = CliRunner().invoke(cli.main, ["run", "direct", "--task", "bmlama17:vi", "--n-pairs",
+                                      "1000000000000", "--store", str(tmp_path / "s")])
+    assert r.exit_code == 1, r.output
+    assert ("--n-pairs must be at most 59,143 (the pairs bmlama17:vi holds); leave --n-pairs "
+            "out for every pair; got 1000000000000") in r.output
+    assert "n_pairs" not in r.output and "None" not in r.output
+    assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "s" / "runs").exists()
+    assert time.monotonic() - start < 30
+
+
+def test_planner_select_refuses_a_size_no_task_holds(data_dir):
+    with pytest.raises(tasks.SizeError, match=r"^n_pairs must be at most 2,122 \(the pairs "
+                                              r"dust holds\), or None for every one; got 2123$"):
+        planner.select(["direct"], ["dust"], n_pairs=2123)
+    with pytest.raises(tasks.SizeError, match=r"at most 2,114 \(the pairs dust holds after "
+                                              r"token-level perplexity's selection\)"):
+        planner.select(["token_ppl"], ["dust"], n_pairs=2122)
+    with pytest.raises(tasks.SizeError, match=r"the largest of its 2 tasks, dust, holds"):
+        planner.select(["direct"], ["clams:en:simple_agrmt", "dust"], n_pairs=5000)
+    with pytest.raises(tasks.SizeError, match=r"^items_per_language must be at most 30 \(the "
+                                              r"items XCOMPS' sample holds per language\)"):
+        planner.select(["direct"], languages=["en", "de"], items_per_language=31)
+    # at the bound, and a smaller task beside a larger one ("up to n per task"): accepted
+    assert len(planner.select(["direct"], ["dust"], n_pairs=2122)[0].pairs) == 2122
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", data.SmallSampleWarning)
+        (s,) = planner.select(["direct"], ["clams:en:simple_agrmt", "dust"], n_pairs=500)
+    assert s.pairs.groupby("task").size().to_dict() == {"clams:en:simple_agrmt": 140, "dust": 500}
+
+
+def test_a_sweep_file_refuses_a_size_above_its_tasks(data_dir, tmp_path, monkeypatch):
+    """The same policy in a sweep file: refused when it is read, naming the field."""
+    _no_model(monkeypatch)
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"models": ["smollm2-135m-instruct"], "methods": ["direct"],
+                                    "executor": "local", "store": str(tmp_path / "st"),
+                                    "data": [{"tasks": ["blimp_anaphor"], "n_pairs": 10},
+                                             {"tasks": ["bmlama17:vi"],
+                                              "n_pairs": 1000000000000}]}))
+    r = CliRunner().invoke(cli.main, ["sweep", str(path), "--dry-run"])
+    assert r.exit_code == 1, r.output
+    assert (f"{path}: data[1].n_pairs: 1000000000000 is more than the pairs bmlama17:vi holds; "
+            f"allowed: an integer from 1 to 59,143, or null (every one)") in r.output
+    from xcomps_utils.runs import sweep as SW
+
+    with pytest.raises(SW.SweepError, match=r"data\[0\]\.items_per_language: 31 is more than "
+                                            r"the items XCOMPS' sample holds"):
+        SW.parse_sweep({"models": ["smollm2-135m-instruct"], "methods": ["direct"],
+                        "data": [{"languages": ["en"], "items_per_language": 31}]})

@@ -8,7 +8,10 @@ differ from the default). Everything else is derived from that declaration:
 * :func:`check`, the chapter's first call (``params.check(globals(), "direct_scoring")``),
   validates every declared parameter, refuses a name papermill injected that no field declares
   (``-p n_pair 5``), and checks the values only known once data is read (a task name, a wording of
-  the task's family, an XCOMPS language of the source, a pair index in range), each failure one
+  the task's family, an XCOMPS language of the source, a pair index in range, every list against
+  the registry or the benchmark's languages, a size at most what its tasks hold, as the command
+  line and the sweep files refuse it: :func:`xcomps_utils.pairs.tasks.check_size`; relations such
+  as ``methods_facts <= facts17``), before any data are scored, each failure one
   :class:`ParameterError` of one line;
 * :func:`table`, the chapter's visible parameter table (name, value, what it does, publish value)
   under a sentence saying at which sizes the page runs.
@@ -90,6 +93,43 @@ def _at_least(low: int):
     return Annotated[int, Field(ge=low)]
 
 
+def _among(name: str, given, known, what: str, none: bool = False) -> None:
+    """A list parameter's values out of ``known`` (what exists: the registry, a benchmark's
+    languages), else :class:`_Bad` naming ``name``; ``what``: ``known`` in words."""
+    known = list(known)
+    unknown = [x for x in given or () if x not in known]
+    if unknown:
+        shown = (", ".join(map(repr, known)) if len(known) <= 20
+                 else ", ".join(map(repr, known[:3])) + ", ...")
+        close = did_you_mean(unknown[0], known)
+        raise _Bad(f"a list out of {what} ({shown})" + (" or None" if none else ""),
+                   f"{unknown[0]!r} is not one of them" + (f"; {close}" if close else ""), name)
+
+
+def _size(name: str, value, low: int, names: list[str], selection: bool = False) -> None:
+    """A size (pairs per task) at most what the largest task of ``names`` holds (the one policy
+    of the command line, sweep files and chapters: :func:`xcomps_utils.pairs.tasks.check_size`),
+    else :class:`_Bad` naming ``name``."""
+    from ..pairs import tasks
+
+    try:
+        tasks.check_size(names, value, name, selection=selection)
+    except tasks.SizeError as err:
+        raise _Bad(f"an integer from {low} to {err.limit:,} ({err.holds}) or None (every one)",
+                   name=name) from None
+
+
+def _items(name: str, value, languages, source: str = "sample") -> None:
+    """XCOMPS items per language at most what ``languages`` of ``source`` hold."""
+    from ..pairs import tasks
+
+    try:
+        tasks.check_items(list(languages), value, source, name)
+    except tasks.SizeError as err:
+        raise _Bad(f"an integer from 1 to {err.limit:,} ({err.holds}) or None (every one)",
+                   name=name) from None
+
+
 _SAME = object()
 
 
@@ -132,6 +172,8 @@ class _XcompsLanguages(Chapter):
             raise _Bad(f"a list of {', '.join(map(repr, allowed))} ({where})",
                        f"{unknown[0]!r} is not one of them" + (f"; {close}" if close else ""),
                        "languages")
+        if self.source == "sample" and "items_per_language" in type(self).model_fields:
+            _items("items_per_language", self.items_per_language, self.languages)
         return self
 
 
@@ -154,6 +196,11 @@ class DirectScoring(Chapter):
                                        smoke=SMOL)
     store: Text = param("results", STORE)
 
+    @model_validator(mode="after")
+    def _in_data(self):
+        _size("n_pairs", self.n_pairs, 1, self.tasks)
+        return self
+
 
 class FirstToken(Chapter):
     """``notebooks/first_token.md``."""
@@ -167,6 +214,14 @@ class FirstToken(Chapter):
     dtype: Dtype = param("auto", DTYPE)
     seed: Seed = param(0, SEED)
     store: Text = param("results", STORE)
+
+    @model_validator(mode="after")
+    def _in_data(self):
+        try:
+            _size("convention_pairs", self.convention_pairs, 1, [self.convention_task])
+        except _Bad as err:  # no None here: the pairs are scored three times each
+            raise _Bad(err.allowed.removesuffix(" or None (every one)"), name=err.name) from None
+        return self
 
 
 class TokenPerplexityMethod(Chapter):
@@ -213,6 +268,11 @@ class TokenPerplexityResults(Chapter):
     dtype: Dtype = param("auto", DTYPE)
     n_boot: _at_least(1) = param(2000, N_BOOT, smoke=200)
     store: Text = param("results", STORE)
+
+    @model_validator(mode="after")
+    def _in_data(self):
+        _size("items_per_task", self.items_per_task, 1, self.tasks, selection=True)
+        return self
 
 
 class XcompsDataset(_XcompsLanguages):
@@ -306,6 +366,27 @@ class BmlamaLanguages(Chapter):
     dtype: Dtype = param("auto", DTYPE)
     store: Text = param("results", STORE)
 
+    @model_validator(mode="after")
+    def _in_data(self):
+        from ..pairs import bmlama, tasks
+
+        for b, n in (("bmlama17", "17"), ("bmlama53", "53")):
+            known = bmlama.languages(b)
+            _among(f"languages{n}", getattr(self, f"languages{n}"), known,
+                   f"the {len(known)} BMLAMA-{n} languages", none=True)
+        for b, n in (("bmlama17", "17"), ("bmlama53", "53")):
+            facts = getattr(self, f"facts{n}")
+            # the files are parallel (data/bmlama.md): the same facts in every language
+            most = tasks.units(f"{b}:en")
+            if facts > most:
+                raise _Bad(f"an integer from 2 to {most:,} (the facts BMLAMA-{n} holds per "
+                           f"language)", name=f"facts{n}")
+        if self.methods_facts is not None and self.methods_facts > self.facts17:
+            raise _Bad(f"an integer from 2 to facts17 ({self.facts17}) or None",
+                       "Meta and Neuro run on the first methods_facts of the facts17 facts",
+                       "methods_facts")
+        return self
+
 
 class GrammarAcrossLanguages(Chapter):
     """``notebooks/grammar_across_languages.md``."""
@@ -352,6 +433,37 @@ class GrammarAcrossLanguages(Chapter):
     device: Device = param("auto", DEVICE)
     dtype: Dtype = param("auto", DTYPE)
     store: Text = param("results", STORE)
+
+    @model_validator(mode="after")
+    def _in_data(self):
+        from ..analysis.grammar_study import chapter_tasks
+        from ..pairs import data, grammar, xcomps
+
+        lists = {"clams_languages": (grammar.CLAMS_LANGUAGES, "CLAMS languages"),
+                 "constructions": (grammar.CLAMS_CONSTRUCTIONS, "CLAMS constructions"),
+                 "turblimp": (grammar.turblimp_phenomena(), "TurBLiMP phenomena"),
+                 "sling": (grammar.sling_paradigms(), "SLING paradigms"),
+                 "blimp": (data.blimp_phenomena(), "BLiMP phenomena"),
+                 "rublimp": (grammar.rublimp_phenomena(), "RuBLiMP phenomena"),
+                 "multiblimp": (grammar.MULTIBLIMP_LANGUAGES, "MultiBLiMP languages")}
+        for name, (known, what) in lists.items():
+            known = list(known)
+            _among(name, getattr(self, name), known, f"the {len(known)} {what}")
+        # the languages of the chapter's pairs: what Neuro can probe
+        langs = list(dict.fromkeys(
+            [*self.clams_languages, grammar.DATASET_LANGUAGES["turblimp"],
+             grammar.DATASET_LANGUAGES["sling"], grammar.DATASET_LANGUAGES["blimp"],
+             grammar.DATASET_LANGUAGES["rublimp"],
+             *(grammar.MULTIBLIMP_LANGUAGES[x] for x in self.multiblimp)]))
+        _among("neuro_languages", self.neuro_languages, langs,
+               "the languages of the chapter's pairs")
+        _among("xcomps_languages", self.xcomps_languages, xcomps.SAMPLE_LANGUAGES,
+               "the languages of XCOMPS' sample files")
+        names = chapter_tasks(self.clams_languages, self.constructions, self.turblimp,
+                              self.sling, self.blimp, self.rublimp, self.multiblimp)
+        _size("items_per_task", self.items_per_task, 1, names)
+        _items("xcomps_items", self.xcomps_items, self.xcomps_languages)
+        return self
 
 
 class Findings(Chapter):
@@ -440,7 +552,14 @@ def _value_error(chapter: str, model: type[Chapter], values: dict,
                  err: ValidationError) -> ParameterError:
     first = err.errors()[0]
     cause = (first.get("ctx") or {}).get("error")
-    name = (cause.name if isinstance(cause, _Bad) and cause.name else first["loc"][0])
+    name = (cause.name if isinstance(cause, _Bad) and cause.name
+            else first["loc"][0] if first["loc"] else None)
+    if name is None:
+        # a check of the whole chapter failed before it could name a parameter (offline, the
+        # data it reads is missing): that error is the one to show, as it was raised
+        if isinstance(cause, Exception) and not isinstance(cause, _Bad):
+            raise cause from None
+        return ParameterError(f"{chapter}: {first['msg'].removeprefix('Value error, ')}")
     if isinstance(cause, _Bad):
         allowed, hint = cause.allowed, cause.hint
     else:

@@ -48,11 +48,12 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from ..errors import did_you_mean
+from ..errors import did_you_mean, XcompsError
 from . import data
 
 __all__ = ["Task", "TASKS", "get", "names", "load", "select", "sample", "sample_units",
-           "checksums", "provenance", "counts"]
+           "checksums", "provenance", "counts", "SizeError", "size", "units", "largest",
+           "check_size", "xcomps_items", "check_items", "FAMILIES", "family_members"]
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,10 @@ class Task:
         description: one line for listings.
         unit: a column whose values :func:`sample` keeps whole (``item``: a BMLAMA fact);
             ``""``: pairs are sampled one by one.
+        per_line: the most pairs one line of its files can give (BMLAMA: 9, a row's distractors;
+            CLAMS: 0.5, a pair is two lines; else 1), so that the files' lines bound its pairs
+            without parsing them (:func:`largest`); ``0``: no such bound (generated tasks,
+            XCOMPS' JSON).
     """
 
     name: str
@@ -80,6 +85,7 @@ class Task:
     loader: Callable = None
     selector: Callable = None
     unit: str = ""
+    per_line: float = 0
 
 
 def _unflagged(pairs: pd.DataFrame) -> pd.DataFrame:
@@ -109,7 +115,7 @@ def _blimp(phenomenon: str, name: str | None = None, description: str | None = N
                 "blimp", f"all pairs of {phenomenon} without identical or duplicate pairs",
                 description or f"BLiMP {phenomenon}",
                 lambda data_dir=None, verify=True, **_: data.load_blimp(phenomenon, data_dir, verify),
-                _unflagged)
+                _unflagged, per_line=1)
 
 
 def _require_known(family: str, rest: str, known: list[str]) -> None:
@@ -169,7 +175,7 @@ def _grammar(name: str) -> Task:
                 rest, data_dir, verify)
     return Task(name, family, files, "blimp",
                 f"all pairs of {name} without identical or duplicate pairs", description,
-                loader, _unflagged)
+                loader, _unflagged, per_line=0.5 if family == "clams" else 1)
 
 
 def _xcomps(name: str) -> Task:
@@ -216,7 +222,7 @@ def _bmlama(name: str) -> Task:
         what = f"BMLAMA {benchmark[6:]} {lang}: gold vs each distractor of a fact"
     return Task(name, "bmlama", files, "blimp",
                 f"all pairs of {name} without identical or duplicate pairs", what, loader,
-                _unflagged, unit="item")
+                _unflagged, unit="item", per_line=9)
 
 
 GRAMMAR_FAMILIES = ("clams", "turblimp", "sling", "rublimp", "multiblimp")
@@ -233,13 +239,13 @@ TASKS: dict[str, Task] = {
         "stereo rows only, no duplicates, sentences differing in exactly one contiguous span of "
         "words", "CrowS-pairs: more vs less stereotypical (offensive by design)",
         lambda data_dir=None, verify=True, **_: data.load_crows_pairs(data_dir, verify),
-        _select_crows),
+        _select_crows, per_line=1),
     "dust": Task(
         "dust", "dust", (("dust", "experiment_1_data.csv"),), "dust",
         "experiment 1, stripped, no identical/duplicate pairs, sentences differing in 1 to 3 "
         "contiguous blocks of words", "DUST experiment 1: underspecified vs control sentence",
         lambda data_dir=None, verify=True, **_: data.load_dust(data_dir, verify),
-        _select_dust),
+        _select_dust, per_line=1),
     "nonsense": Task(
         "nonsense", "nonsense", (), "nonsense",
         "generated: 250 lists of 6 pseudo-words (seeded), one real word swapped in",
@@ -286,6 +292,49 @@ def get(name: str) -> Task:
                          f"'clams:<lang>:<construction>', 'turblimp:<phenomenon>', "
                          f"'sling:<paradigm>', 'rublimp:<phenomenon>', 'multiblimp:<lang>', "
                          f"'bmlama17:<lang>', 'bmlama53:<lang>', 'xcomps:<lang>'")
+
+
+#: every name family :func:`get` accepts besides :data:`TASKS`: family -> (pattern, what it is)
+FAMILIES: dict[str, tuple[str, str]] = {
+    "blimp": ("blimp:<phenomenon>", "BLiMP (English)"),
+    "clams": ("clams:<lang>:<construction>", "CLAMS subject-verb agreement"),
+    "turblimp": ("turblimp:<phenomenon>", "TurBLiMP (Turkish)"),
+    "sling": ("sling:<paradigm>", "SLING (Mandarin Chinese)"),
+    "rublimp": ("rublimp:<phenomenon>", "RuBLiMP (Russian)"),
+    "multiblimp": ("multiblimp:<lang>", "MultiBLiMP 1.0 agreement"),
+    "bmlama17": ("bmlama17:<lang>", "BMLAMA-17 facts, gold vs distractor"),
+    "bmlama53": ("bmlama53:<lang>", "BMLAMA-53 facts, gold vs distractor"),
+    "bmlama17_control": ("bmlama17_control:<lang>", "BMLAMA-17, another fact's subject"),
+    "bmlama53_control": ("bmlama53_control:<lang>", "BMLAMA-53, another fact's subject"),
+    "xcomps": ("xcomps:<lang>", "XCOMPS (COMPS for en)"),
+}
+
+
+def family_members(family: str) -> list[str]:
+    """What a name of ``family`` (a key of :data:`FAMILIES`) may hold after ``<family>:``, from
+    the lists :func:`get` checks names against (the manifests in ``data/``; no data file is
+    read): ``family_members("bmlama17")[:2] == ["ar", "ca"]``; CLAMS' are ``<lang>:<construction>``.
+
+    Raises:
+        DataError: unknown family, or a manifest the list comes from is absent.
+    """
+    from . import bmlama, grammar, xcomps
+
+    if family == "blimp":
+        return data.blimp_phenomena()
+    if family == "clams":
+        return [f"{lang}:{c}" for lang in grammar.CLAMS_LANGUAGES
+                for c in grammar.CLAMS_CONSTRUCTIONS]
+    grammatical = {"turblimp": grammar.turblimp_phenomena, "sling": grammar.sling_paradigms,
+                   "rublimp": grammar.rublimp_phenomena,
+                   "multiblimp": lambda: list(grammar.MULTIBLIMP_LANGUAGES)}
+    if family in grammatical:  # what _grammar checks a name against
+        return grammatical[family]()
+    if family in BMLAMA_FAMILIES:
+        return bmlama.languages(family.removesuffix("_control"))
+    if family == "xcomps":
+        return list(dict.fromkeys(xcomps.SAMPLE_LANGUAGES + ["en"] + xcomps.XCOMPS_LANGUAGES))
+    raise data.DataError(f"unknown task family {family!r}; known: {list(FAMILIES)}")
 
 
 def load(name: str, data_dir=None, verify: bool = True, seed: int = 0) -> pd.DataFrame:
@@ -398,3 +447,136 @@ def counts(sampled: pd.DataFrame, data_dir=None) -> pd.DataFrame:
                      "identical": int(full["identical"].sum()),
                      "duplicate": int(full["duplicate"].sum()), "sampled": len(sub)})
     return pd.DataFrame(rows).set_index("task")
+
+
+# --- what a task holds: the bound of a requested size ----------------------------------------------
+
+class SizeError(XcompsError, ValueError):
+    """A requested size (pairs, items, facts) above what the selection holds, in one line naming
+    the parameter, its bound and why, and the value given::
+
+        n_pairs must be at most 59,143 (the pairs bmlama17:vi holds), or None for every one;
+        got 1000000000000
+
+    Attributes: ``parameter``, ``got``, ``limit`` (the most allowed), ``holds`` (why, in words).
+    """
+
+    def __init__(self, parameter: str, got, limit: int, holds: str):
+        self.parameter, self.got, self.limit, self.holds = parameter, got, limit, holds
+        super().__init__(f"{parameter} must be at most {limit:,} ({holds}), or None for every "
+                         f"one; got {got}")
+
+
+def _pool(name: str, selection: bool, data_dir, seed: int) -> pd.DataFrame:
+    """The pairs :func:`sample` draws from (flagged pairs left out)."""
+    if selection:
+        return select(name, data_dir, seed=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", data.DataQualityWarning)
+        pool = load(name, data_dir, seed=seed)
+    return pool[~(pool["identical"] | pool["duplicate"])]
+
+
+def size(name: str, selection: bool = False, data_dir=None, seed: int = 0) -> int:
+    """The pairs a sample of the task draws from: its unflagged pairs (``selection``: those of
+    :func:`select`, token-level perplexity's rule), read through the task's checksummed loader.
+
+    Raises:
+        DataError / ChecksumError: as :func:`load`.
+    """
+    return len(_pool(name, selection, data_dir, seed))
+
+
+def units(name: str, data_dir=None, seed: int = 0) -> int:
+    """The units (:attr:`Task.unit`: a BMLAMA fact) of a task that give at least one unflagged
+    pair: the most whole units :func:`sample` can draw (a task without units: :func:`size`)."""
+    unit = get(name).unit
+    pool = _pool(name, False, data_dir, seed)
+    return int(pool[unit].nunique()) if unit else len(pool)
+
+
+def _most(task: Task, data_dir) -> int | None:
+    """An upper bound of a task's pairs from its files' line counts (each file checksummed as
+    its loader checks it, none parsed); ``None`` where lines bound nothing (``per_line`` 0)."""
+    if not task.per_line or not task.files:
+        return None
+    lines = 0
+    for d, f in task.files:
+        lines += data.dataset_file(d, f, data_dir).read_bytes().count(b"\n") + 1
+    return int(lines * task.per_line) + 1
+
+
+def largest(names_: list[str], selection: bool = False, data_dir=None, seed: int = 0,
+            enough: int | None = None) -> tuple[str, int]:
+    """The task of ``names_`` whose sample pool (:func:`size`) is largest, and that size.
+
+    Only the tasks whose line counts could beat the largest pool found so far are loaded (most
+    often one), and no other once a task holds ``enough`` pairs (that task is returned then,
+    not always the largest): the check of a chapter's size over dozens of tasks takes about a
+    second.
+    """
+    names_ = list(dict.fromkeys(names_))
+    bounds = {n: _most(get(n), data_dir) for n in names_}
+    order = ([n for n in names_ if bounds[n] is None]
+             + sorted((n for n in names_ if bounds[n] is not None), key=lambda n: -bounds[n]))
+    best_name, best = names_[0], -1
+    for n in order:
+        if bounds[n] is not None and bounds[n] <= best:
+            break
+        got = size(n, selection, data_dir, seed)
+        if got > best:
+            best_name, best = n, got
+        if enough is not None and best >= enough:
+            break
+    return best_name, best
+
+
+def check_size(names_: list[str], n: int | None, parameter: str = "n_pairs", *,
+               selection: bool = False, data_dir=None, seed: int = 0) -> None:
+    """Refuse ``n`` pairs per task when no task of ``names_`` holds that many (the size asks
+    then for nothing that ``None``, every pair, does not say). A task holding fewer than ``n``
+    while another of the selection holds ``n`` gives all its pairs: ``n`` is "up to ``n`` per
+    task", as every size is.
+
+    Raises:
+        SizeError: e.g. ``n_pairs must be at most 59,143 (the pairs bmlama17:vi holds), or None
+            for every one; got 1000000000000``.
+    """
+    if n is None:
+        return
+    name, most = largest(names_, selection, data_dir, seed, enough=n)
+    if n > most:
+        count = len(dict.fromkeys(names_))
+        which = name if count == 1 else f"the largest of its {count} tasks, {name},"
+        rule = " after token-level perplexity's selection" if selection else ""
+        raise SizeError(parameter, n, most, f"the pairs {which} holds{rule}")
+
+
+def xcomps_items(languages: list[str], source: str = "sample", data_dir=None) -> int:
+    """The concept-property items the XCOMPS ``languages`` of ``source`` hold together (what
+    :func:`xcomps_utils.pairs.xcomps.load_languages` samples ``items_per_language`` from).
+
+    Raises:
+        DataError: an unknown language, a missing or altered file.
+    """
+    from . import xcomps
+
+    props: set = set()
+    for lang in dict.fromkeys(languages):
+        props |= set(xcomps.load_xcomps(lang, source, data_dir)["property"])
+    return len(props)
+
+
+def check_items(languages: list[str], n: int | None, source: str = "sample",
+                parameter: str = "items_per_language", data_dir=None) -> None:
+    """Refuse ``n`` XCOMPS items per language above what the languages hold.
+
+    Raises:
+        SizeError: ``items_per_language must be at most 30 (the items XCOMPS' sample holds per
+            language), or None for every one; got 31``.
+    """
+    if n is None:
+        return
+    most = xcomps_items(languages, source, data_dir)
+    if n > most:
+        raise SizeError(parameter, n, most, f"the items XCOMPS' {source} holds per language")

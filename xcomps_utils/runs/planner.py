@@ -50,8 +50,16 @@ def select(methods, tasks=(), languages=(), source="sample", items_per_language=
     ``tasks`` (``n_pairs`` seeded pairs each; a method that samples by the task's selection
     rule, ``Method.selection``, gets a pair set of its own).
 
+    A size above what the selection holds is refused before any pair is sampled (the one policy
+    of the command line, the sweep files and the chapters): ``n_pairs`` above the pairs of the
+    largest task (:func:`xcomps_utils.pairs.tasks.check_size`; a smaller task of several gives
+    all of its pairs), ``items_per_language`` above the XCOMPS items of the languages.
+
     Raises:
         ValueError: both or neither of tasks and languages; ``n_pairs`` with languages.
+        SizeError: ``n_pairs must be at most 59,143 (the pairs bmlama17:vi holds), or None for
+            every one; got 1000000000000`` (a ``ValueError``: ``xcomps-study run`` prints it in
+            one line, exit code 1, before any model loads).
         DataError: an unknown task or language, a missing or altered data file.
     """
     from ..pairs import tasks as T, xcomps as X
@@ -62,6 +70,7 @@ def select(methods, tasks=(), languages=(), source="sample", items_per_language=
         if n_pairs is not None:
             raise ValueError("n_pairs is for tasks; XCOMPS samples whole items: use "
                              "items_per_language")
+        T.check_items(list(languages), items_per_language, source)
         pairs = X.load_languages(list(languages), source=source,
                                  items_per_language=items_per_language, seed=seed)
         return [PairSet(f"xcomps {','.join(languages)} ({source})", list(methods), pairs)]
@@ -69,6 +78,7 @@ def select(methods, tasks=(), languages=(), source="sample", items_per_language=
     for selection in (False, True):
         chosen = [m for m in methods if METHODS[m].selection == selection]
         if chosen:
+            T.check_size(list(tasks), n_pairs, "n_pairs", selection=selection, seed=seed)
             out.append(PairSet(label, chosen, T.sample(list(tasks), n_pairs, seed,
                                                        selection=selection)))
     return out
@@ -302,12 +312,15 @@ def identity(spec: RunSpec, device_kind: str | None = None) -> dict | None:
 
 def summary(measures: pd.DataFrame) -> pd.DataFrame:
     """Accuracy per (model,) method, task and language (per pair: the rows without an order, the
-    mean of the option orders; a method with ``per_order_decisions``: per prompt pair)."""
+    mean of the option orders; a method with ``per_order_decisions``: per prompt pair). Every
+    task keeps its rows: a task without a language (``lang`` empty or missing) has ``"—"``."""
     per_order = [n for n, m in METHODS.items() if m.per_order_decisions]
     per_pair = measures.method.isin(per_order) | (measures.order == "")
     m = measures[(measures.measure == "correct") & per_pair]
     if not len(m):
         return pd.DataFrame()
+    if "lang" in m:
+        m = m.assign(lang=m["lang"].fillna("").astype(str).replace("", "—"))
     by = [c for c in ("model", "method", "task", "lang") if c in m]
-    g = m.groupby(by, sort=False)["value"]
+    g = m.groupby(by, sort=False, dropna=False)["value"]
     return g.agg(n="size", accuracy="mean").reset_index().round({"accuracy": 3})

@@ -17,7 +17,10 @@ Layout (plain parquet, numpy and JSON: pandas or DuckDB read it without this pac
     <root>/states/run=<run>/<shard>.npy   Neuro hidden states ``[sentences, layers + 1, hidden]``
     <root>/quarantine/<time>/...          damaged files a repair moved aside (same relative paths)
     <root>/shipped.json                   in a store made by :meth:`Store.ship`: the folders of
-                                          each run it was shipped without (``states``, details)
+                                          each run it was shipped without (``states``, details;
+                                          never ``measures``)
+    <root>/README.md, LICENSE, ...        documents of a shipped store (nothing else is at the
+                                          top level: any other file is foreign, never read)
 
 Work is written one finished *shard* (a fixed slice of the pairs) at a time; every file goes to a
 temporary name and is renamed into place, and the shard's ``done`` marker comes last. The marker
@@ -76,6 +79,10 @@ MEASURE_COLUMNS = MEASURE_SCHEMA.names
 
 #: What :meth:`Store.ship` writes beside ``runs/``: per run, the folders left out.
 SHIPPED = "shipped.json"
+
+#: The documents a store may hold at its top level besides its folders and :data:`SHIPPED` (the
+#: shipped store's README, a licence or notice for the third-party text it holds).
+_DOCUMENTS = re.compile(r"(README|LICEN[CS]E|COPYING|NOTICE|CITATION)([._-][^/]*)?", re.IGNORECASE)
 
 #: The free space a store needs before a run is computed into it (:meth:`Store.check_writable`).
 MIN_FREE_BYTES = 16 * 2**20
@@ -147,6 +154,9 @@ def _read_shipped(root: Path) -> dict:
         omitted = json.loads(path.read_text(encoding="utf-8"))["omitted"]
         if not isinstance(omitted, dict):
             raise TypeError(f"'omitted' is a {type(omitted).__name__}, not a mapping")
+        for rid, folders in omitted.items():
+            if not isinstance(folders, list) or not all(isinstance(f, str) for f in folders):
+                raise TypeError(f"run {rid}: {folders!r} is not a list of folder names")
     except (ValueError, KeyError, TypeError) as err:
         raise StoreError(f"{path}: unreadable ({err}); it lists, per run, the folders the run "
                          f"was shipped without") from None
@@ -539,12 +549,14 @@ class Store:
 
     def omitted(self, rid: str) -> set[str]:
         """The folders of run ``rid`` this store was shipped without (:meth:`ship`; e.g.
-        ``{"states"}``), empty for a store computed here.
+        ``{"states"}``), empty for a store computed here. ``measures`` never is one (a
+        ``shipped.json`` that lists it is a :meth:`verify` problem, and the run's measures are
+        read, and checked, as any run's).
 
         Raises:
             StoreError: ``shipped.json`` is unreadable.
         """
-        return set(_read_shipped(self.root).get(rid, []))
+        return set(_read_shipped(self.root).get(rid, [])) - {"measures"}
 
     def ship(self, dest: str | os.PathLike, runs: list[str] | None = None,
              omit=("states",)) -> pd.DataFrame:
@@ -679,13 +691,58 @@ class Store:
                                        f"back or this folder out of the store", "repair": ""})
         return out
 
+    def foreign(self) -> list[dict]:
+        """Files outside the store's layout (the module's docstring) at its top level and in its
+        results folders outside their ``run=<id>/`` folders: anything at the top level but
+        ``runs/``, ``quarantine/``, the results folders, :data:`SHIPPED` and a README, licence
+        or notice (:data:`_DOCUMENTS`); and the entries of ``shipped.json`` naming a run the
+        store does not hold. Hidden files (a write in progress) and the quarantine are not
+        looked at; ``runs/`` is :meth:`unowned`'s and each run's own folders are checked by
+        :meth:`verify`. One :meth:`verify` problem each (``run`` ``""`` for a file no run
+        owns; ``repair`` ``"move"``: never read, a repair moves it to the quarantine; ``""``
+        for ``shipped.json``: a person decides)."""
+        out = []
+
+        def add(rel, why):
+            out.append({"run": "", "shard": "", "file": rel, "problem": f"foreign (never "
+                        f"read): {why}", "repair": "move"})
+
+        for entry in sorted(self.root.iterdir()) if self.root.is_dir() else []:
+            if entry.name.startswith(".") or entry.is_dir() and entry.name in ("runs",
+                                                                              "quarantine"):
+                continue
+            if not entry.is_dir():
+                if entry.name != SHIPPED and not _DOCUMENTS.fullmatch(entry.name):
+                    add(entry.name, "not a file of a results store's top level, which holds "
+                                    "runs/, results folders, shipped.json and a README or "
+                                    "licence only")
+                continue
+            for child in sorted(entry.iterdir()):
+                if child.name.startswith(".") or child.is_dir() and child.name.startswith("run="):
+                    continue
+                for f in [child] if not child.is_dir() else sorted(child.rglob("*")):
+                    rel = f.relative_to(self.root)
+                    if f.is_dir() or any(part.startswith(".") for part in rel.parts):
+                        continue
+                    add(rel.as_posix(), f"not in a run=<id>/ folder of {entry.name}/")
+        ids = set(self.ids())
+        for rid in sorted(set(_read_shipped(self.root)) - ids):
+            if not (self.root / "runs" / rid).is_dir():  # else unowned() names the folder
+                out.append({"run": rid, "shard": "", "file": SHIPPED, "repair": "",
+                            "problem": f"lists run {rid}, which the store does not hold (no "
+                                       f"runs/{rid}/run.json): remove its entry"})
+        return out
+
     def verify(self, runs: list[str] | None = None, complete: bool = False) -> list[dict]:
-        """Check runs (default: every run, and the data no run owns, :meth:`unowned`) against
-        their records: a readable ``run.json`` naming its own folder (its ``run`` and the id of
-        its key); ``pairs.parquet`` as recorded; a complete run (or, with ``complete``, any run)
-        has every shard's done marker; every file a marker records is there with its bytes,
-        rows and SHA-256; no other file is in the run's folders (a *foreign* file, never read).
-        Markers written before checksums were recorded are taken as they are.
+        """Check runs (default: every run, the data no run owns, :meth:`unowned`, and the files
+        outside the store's layout, :meth:`foreign`) against their records: a readable
+        ``run.json`` naming its own folder (its ``run`` and the id of its key); ``pairs.parquet``
+        as recorded; a complete run (or, with ``complete``, any run) has every shard's done
+        marker; every file a marker records is there with its bytes, rows and SHA-256; no other
+        file is in the run's folders (a *foreign* file, never read). ``shipped.json`` is held
+        to the rules of :meth:`ship`: a run's entry names folders its markers record and that
+        are absent, never ``measures`` (what a left-out folder lacks is not damage; everything
+        else is). Markers written before checksums were recorded are taken as they are.
 
         Returns:
             one ``{"run", "shard", "file", "problem", "repair"}`` per problem (``shard`` is
@@ -693,7 +750,7 @@ class Store:
             foreign file to the quarantine, ``""`` a person must act, the problem says how);
             empty if all is well.
         """
-        out = self.unowned() if runs is None else []
+        out = self.unowned() + self.foreign() if runs is None else []
         for rid in self.ids() if runs is None else runs:
             out += self._verify_run(rid, complete)
         return out
@@ -716,7 +773,13 @@ class Store:
         if misnamed:
             add("", f"runs/{rid}/run.json", misnamed, "")
             return out
-        omitted = self.omitted(rid)
+        claimed = set(_read_shipped(self.root).get(rid, []))
+        omitted = claimed - {"measures"}
+        if "measures" in claimed:
+            add("", SHIPPED, f"lists measures among the folders run {rid} was shipped without: "
+                f"a shipped run's measures are what it is (ship never leaves them out); remove "
+                f"measures from the run's entry (its measures are then checked as any run's)",
+                "")
         pairs = self.pairs_problem(run)
         if pairs:
             add("", f"runs/{rid}/pairs.parquet", f"{pairs}; rerun the run (the same command or "
@@ -727,7 +790,7 @@ class Store:
         pending = set(shards) - done if rec.get("status") != "complete" else set()
         names = shards if complete or rec.get("status") == "complete" else \
             [n for n in shards if n in done]
-        recorded = set()
+        recorded, legacy = set(), False
         for name in names:
             if (rid, name) in self._repairing:
                 recorded |= {p.relative_to(self.root).as_posix() for p in
@@ -747,6 +810,7 @@ class Store:
             if files is None:  # a marker from before checksums: its shard's files as they are
                 recorded |= {p.relative_to(self.root).as_posix() for p in
                              self.root.glob(f"*/run={rid}/{name}.*")}
+                legacy = True
                 continue
             for rel, frec in files.items():
                 recorded.add(rel)
@@ -755,6 +819,20 @@ class Store:
                 problem = self._check_file(self.root / rel, frec)
                 if problem:
                     add(name, rel, problem, "recompute")
+        # what shipped.json says the run was shipped without: files its markers record, absent
+        for folder in sorted(omitted):
+            held = [f for f in sorted((self.root / folder / f"run={rid}").rglob("*"))
+                    if f.is_file() and not f.name.startswith(".")]
+            if held:
+                add("", SHIPPED, f"lists {folder} among the folders run {rid} was shipped "
+                    f"without, yet {folder}/run={rid}/ holds {len(held)} file(s): remove "
+                    f"{folder} from the run's entry, or move {folder}/run={rid}/ out of the "
+                    f"store", "")
+            elif rec.get("status") == "complete" and not legacy and not any(
+                    r.startswith(f"{folder}/run={rid}/") for r in recorded):
+                add("", SHIPPED, f"lists {folder} among the folders run {rid} was shipped "
+                    f"without, but no done marker of the run records a file in {folder}/: "
+                    f"remove {folder} from the run's entry", "")
         # foreign: what no marker of the run's shards records (temporary files of a write in
         # progress and the files of the pending shards apart)
         for d in self.root.glob(f"*/run={rid}"):
@@ -773,6 +851,11 @@ class Store:
             if f.name not in ("run.json", "pairs.parquet", "done", "locks") and \
                     not f.name.startswith("."):
                 add("", f"runs/{rid}/{f.name}", "foreign: not a file of a run (never read)",
+                    "move")
+        locks = run.folder / "locks"
+        for f in sorted(locks.iterdir()) if locks.is_dir() else []:
+            if not f.name.endswith(".lock") and not f.name.startswith("."):
+                add("", f"runs/{rid}/locks/{f.name}", "foreign: not a shard's lock (never read)",
                     "move")
         return out
 

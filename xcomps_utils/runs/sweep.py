@@ -84,7 +84,29 @@ class Sweep(C.RunParameters):
                                     f"its own 'methods' list",
                                     ", ".join(n for n, d in METHODS.items() if d.needs != need),
                                     f"data[{i}].methods" if e.methods else "methods")
+        self._sizes()
         return self
+
+    def _sizes(self) -> None:
+        """A pair set's size above what it holds is refused, as ``xcomps-study run`` refuses it
+        (:func:`xcomps_utils.pairs.tasks.check_size`): ``n_pairs`` above the pairs of its
+        largest task (per selection rule of its methods), ``items_per_language`` above the
+        XCOMPS items of its languages."""
+        from ..pairs import data as D, tasks as T
+
+        for i, e in enumerate(self.data):
+            try:
+                if isinstance(e, Languages):
+                    T.check_items(e.languages, e.items_per_language, e.source)
+                    continue
+                for selection in sorted({METHODS[m].selection for m in e.methods or self.methods}):
+                    T.check_size(e.tasks, e.n_pairs, selection=selection, seed=self.seed)
+            except D.DataError:
+                continue  # no data to count here: plan() names the file (and checks again)
+            except T.SizeError as err:
+                raise C.Invalid(f"{err.got} is more than {err.holds}",
+                                f"an integer from 1 to {err.limit:,}, or null (every one)",
+                                f"data[{i}].{err.parameter}") from None
 
     def params(self) -> dict:
         """The run parameters (:class:`xcomps_utils.methods.config.RunParameters`)."""
