@@ -107,7 +107,7 @@ JOBS ?= 1
 ONE_CORE := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 XCOMPS_PROBE_JOBS=1
 N_CHAPTERS := $(words $(CHAPTERS))
 
-.PHONY: book render check test audit smoke smoke-chapters install install-dev notebooks clean publish ship grade colab-notebooks
+.PHONY: book render check test audit audit-all data-check smoke smoke-chapters install install-dev notebooks clean publish ship grade colab-notebooks
 .DELETE_ON_ERROR:
 
 install: $(STAMP) $(MATHJAX)
@@ -183,9 +183,14 @@ $(EXECUTED)/%.ipynb: notebooks/%.md
 # Two chapters at once, each on one core: reading the store, a chapter is its bootstraps and
 # permutations, one process each (a run the store lacks is computed on that core).
 BOOK_JOBS ?= 2
-book: install
+book: install data-check
 	$(MAKE) --no-print-directory notebooks SIZE=publish STORE=$(SHIP_STORE) JOBS=$(BOOK_JOBS)
 	$(MAKE) --no-print-directory render
+
+# The minimal-pair data, before any chapter starts: one line naming XCOMPS_DATA_DIR when it is
+# unset (or wrong) and the pinned files cannot be downloaded (xcomps_utils.pairs.data.check_available).
+data-check: install
+	@$(PY) -m xcomps_utils.pairs.data
 
 # Render executed notebooks (warnings are errors): BOOK_DIR's pages, written under OUT/_build.
 BOOK_DIR ?= book
@@ -198,7 +203,7 @@ render: install
 
 # The whole book at smoke sizes, exercises included, in build/smoke/ (its own copy of book/, its own
 # results store), so it never touches the full book's book/executed/ or results/.
-smoke: install
+smoke: install data-check
 	rm -rf $(SMOKE_DIR) && mkdir -p $(SMOKE_DIR)/book
 	cp -r $(filter-out book/executed,$(wildcard book/*)) $(SMOKE_DIR)/book/
 	$(MAKE) --no-print-directory notebooks SIZE=smoke EXECUTED=$(SMOKE_DIR)/book/executed STORE=$(SMOKE_DIR)/results JOBS=$(SMOKE_JOBS)
@@ -237,15 +242,24 @@ test: install-dev
 
 # The audit of the shipped results store (AUDIT_STORE, store/, when it holds runs/): verify it,
 # then recompute a seeded sample of its shards from scratch (AUDIT_SAMPLE in all, default and
-# minimum one per method and model) and compare every number, each under its named tolerance
-# (xcomps_utils/runs/audit.py); fails naming the run and shard. No runs/ there: nothing to audit.
+# minimum one per run; of a per-pair method's shard, AUDIT_PAIRS of its pairs) and compare every
+# number, each under its named tolerance (xcomps_utils/runs/audit.py); fails naming the run,
+# shard and measure. The seed is the commit's (its first 8 hex digits), so each commit draws
+# another sample and the store is covered over time. No runs/ there: nothing to audit.
+# make audit-all recomputes every shard, whole (hours on 2 cores: README).
 AUDIT_STORE ?= store
 AUDIT_SAMPLE ?=
-AUDIT_SEED ?= 0
+AUDIT_PAIRS ?= 12
+AUDIT_SEED ?= $(shell c=$$(git rev-parse --short=8 HEAD 2>/dev/null) && echo $$((0x$$c)) || echo 0)
 audit: install
 	@if [ -d $(AUDIT_STORE)/runs ]; then \
-	  $(VENV)/bin/xcomps-study audit $(AUDIT_STORE) $(if $(AUDIT_SAMPLE),--sample $(AUDIT_SAMPLE)) --seed $(AUDIT_SEED); \
+	  echo "audit: seed $(AUDIT_SEED) (commit $$(git rev-parse --short=8 HEAD 2>/dev/null || echo none))"; \
+	  $(VENV)/bin/xcomps-study audit $(AUDIT_STORE) $(if $(AUDIT_SAMPLE),--sample $(AUDIT_SAMPLE)) $(if $(AUDIT_PAIRS),--pairs $(AUDIT_PAIRS)) --seed $(AUDIT_SEED); \
 	else echo "audit: no shipped results store ($(AUDIT_STORE)/runs is absent): nothing to audit"; fi
+
+AUDIT_JOURNAL ?= benchmarks/audit-all.jsonl
+audit-all: install
+	$(VENV)/bin/xcomps-study audit $(AUDIT_STORE) --all --journal $(AUDIT_JOURNAL)
 
 # The shipped store recomputed: every chapter at its publish size (PUBLISH_* above) into
 # build/publish/executed, every run read from and written to results/ (git-ignored; interrupted,

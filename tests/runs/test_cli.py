@@ -120,3 +120,88 @@ def test_xcomps_by_languages_and_as_tasks(lm, data_dir, tmp_path):
     assert "3 pairs, computed 1 shard(s)" in r.output and "xcomps:de" in r.output
     r = CliRunner().invoke(cli.main, ["run", "meta", "--task", "blimp_anaphor"])
     assert r.exit_code == 2 and "xcomps:<lang>" in r.output
+
+
+def _family_blocks(output: str) -> dict[str, str]:
+    """``xcomps-study tasks``' lines of each family: pattern -> its first line and those below."""
+    blocks, current = {}, None
+    for line in output.splitlines():
+        if line.startswith("  ") and not line.startswith("   ") and ":<" in line.split()[0]:
+            current = line.split()[0]
+            blocks[current] = line
+        elif current and line.startswith("      "):
+            blocks[current] += "\n" + line
+        else:
+            current = None
+    return blocks
+
+
+def test_tasks_lists_every_family_of_the_registry_with_its_members(monkeypatch, tmp_path):
+    """Issue 45, item 4: `xcomps-study tasks` listed no bmlama17, bmlama53, rublimp or multiblimp
+    family. The families are read from the registry (the prefixes `tasks.get` dispatches on), so a
+    new family without a line fails here; offline, from the manifests alone."""
+    import inspect
+    import re
+
+    from xcomps_utils.pairs import data
+
+    monkeypatch.setenv("XCOMPS_DATA_DIR", str(tmp_path))  # no data file: manifests only
+    dispatched = (set(tasks.GRAMMAR_FAMILIES) | set(tasks.BMLAMA_FAMILIES)
+                  | set(re.findall(r'startswith\("(\w+):"\)', inspect.getsource(tasks.get))))
+    assert {"blimp", "xcomps", "rublimp", "multiblimp", "bmlama17"} <= dispatched
+    assert dispatched <= set(tasks.FAMILIES), dispatched - set(tasks.FAMILIES)
+    r = CliRunner().invoke(cli.main, ["tasks"])
+    assert r.exit_code == 0, r.output
+    blocks = _family_blocks(r.output)
+    for family, (pattern, _) in tasks.FAMILIES.items():
+        members = tasks.family_members(family)
+        assert members and pattern in blocks, (family, r.output)
+        assert f" {len(members)} " in blocks[pattern].splitlines()[0]
+        first = members[0].split(":")[0]  # CLAMS: its languages, then its constructions
+        assert re.search(rf"[ :]{re.escape(first)}[, ]", blocks[pattern]), blocks[pattern]
+        # the members are the names the registry accepts, and the family refuses others
+        for member in members:
+            assert tasks.get(f"{family}:{member}").name == f"{family}:{member}"
+        try:
+            tasks.get(f"{family}:zz_no_such_member")
+            raise AssertionError(f"{family}: a name that is no member was accepted")
+        except data.DataError as err:
+            assert not str(err).startswith("unknown task "), err  # the family's own check
+    assert re.search(r"\bar\b", blocks["bmlama17:<lang>"]) and "eng" in blocks["multiblimp:<lang>"]
+    assert "rublimp:<phenomenon>" in blocks and "bmlama53:<lang>" in blocks
+    # what the command printed before
+    for name, t in tasks.TASKS.items():
+        assert f"{name}" in r.output and t.description in r.output
+    assert "XCOMPS languages (--languages)" in r.output and "embedded models (--model)" in r.output
+
+
+def test_tasks_of_one_family_and_an_absent_manifest(monkeypatch):
+    """`xcomps-study tasks FAMILY` prints every name of one family; an unknown family is a usage
+    error; a family whose manifest is absent says so on its line, the others are listed."""
+    from xcomps_utils.pairs import data
+
+    r = CliRunner().invoke(cli.main, ["tasks", "multiblimp"])
+    assert r.exit_code == 0 and r.output.split() == [f"multiblimp:{m}" for m in
+                                                     ("eng", "ell", "nld", "tur")]
+    r = CliRunner().invoke(cli.main, ["tasks", "bmlama53"])
+    assert r.exit_code == 0 and len(r.output.split()) == 53 and "bmlama53:ar" in r.output.split()
+    r = CliRunner().invoke(cli.main, ["tasks", "nope"])
+    assert r.exit_code == 2 and "bmlama17" in r.output
+
+    manifest = data.manifest
+
+    def without_rublimp(dataset):
+        if dataset == "rublimp":
+            raise data.DataError("no dataset manifest rublimp.json")
+        return manifest(dataset)
+
+    monkeypatch.setattr(data, "manifest", without_rublimp)
+    r = CliRunner().invoke(cli.main, ["tasks"])
+    assert r.exit_code == 0, r.output
+    blocks = _family_blocks(r.output)
+    assert "members unknown here" in blocks["rublimp:<phenomenon>"]
+    assert "no dataset manifest" in blocks["rublimp:<phenomenon>"]
+    multi = blocks["multiblimp:<lang>"]
+    assert "members unknown" not in multi and "eng" in multi
+    r = CliRunner().invoke(cli.main, ["tasks", "rublimp"])
+    assert r.exit_code == 1 and "no dataset manifest" in r.output

@@ -77,7 +77,7 @@ def test_a_store_holding_another_version_of_a_run_is_not_overwritten(tmp_path):
 def test_ship_command_leaves_out_per_run_and_the_copy_verifies(tmp_path):
     src, rid = _store(tmp_path / "src")
     _, other = _store(tmp_path / "src", model="n")
-    out = CliRunner().invoke(cli.main, ["ship", str(tmp_path / "dest"), "--store",
+    out = CliRunner().invoke(cli.main, ["ship", "--no-check", str(tmp_path / "dest"), "--store",
                                         str(tmp_path / "src"), "--omit", "states",
                                         "--omit", f"direct_tokens:{rid}"])
     assert out.exit_code == 0, out.output
@@ -99,7 +99,7 @@ def test_ship_reads_ships_what_the_chapters_read_and_nothing_else(tmp_path, monk
     S.Store(tmp_path / "src").detail(read_run, "direct_tokens")
     monkeypatch.delenv("XCOMPS_READS")
     assert S.reads(tmp_path / "reads") == {read_run: {"measures", "direct_tokens"}}
-    out = CliRunner().invoke(cli.main, ["ship", str(tmp_path / "dest"), "--store",
+    out = CliRunner().invoke(cli.main, ["ship", "--no-check", str(tmp_path / "dest"), "--store",
                                         str(tmp_path / "src"), "--reads", str(tmp_path / "reads")])
     assert out.exit_code == 0, out.output
     dest = S.Store(tmp_path / "dest")
@@ -145,9 +145,9 @@ def test_reads_of_another_store_and_unknown_folders_are_refused(tmp_path, monkey
     monkeypatch.delenv("XCOMPS_READS")
     assert S.reads(tmp_path / "reads", tmp_path / "src") == {rid: {"measures"}}
     assert set(S.reads(tmp_path / "reads")) == {rid, other_rid}
-    out = CliRunner().invoke(cli.main, ["ship", str(tmp_path / "dest"), "--store",
+    out = CliRunner().invoke(cli.main, ["ship", "--no-check", str(tmp_path / "dest"), "--store",
                                         str(tmp_path / "src"), "--reads", str(tmp_path / "reads")])
     assert out.exit_code == 0 and S.Store(tmp_path / "dest").ids() == [rid], out.output
-    bad = CliRunner().invoke(cli.main, ["ship", str(tmp_path / "d2"), "--store",
+    bad = CliRunner().invoke(cli.main, ["ship", "--no-check", str(tmp_path / "d2"), "--store",
                                         str(tmp_path / "src"), "--omit", "state"])
     assert bad.exit_code == 1 and "--omit state: no run shipped has such a folder" in bad.output

@@ -143,6 +143,13 @@ class ShardedStates:
 _LAYER_MEASURES = ("f1", "balanced_accuracy", "mcc", "null_q95")
 
 
+#: The nested null draws of the probes this process computed last, per run and probe group
+#: (``(task, lang, subset)``: ``{"pool", "observed", "draws"}``): not stored (the measures hold
+#: their summaries); the audit reads them to bound how far a p-value can move when the probes
+#: are recomputed from recomputed states (:mod:`xcomps_utils.runs.audit`).
+NULL_DRAWS: dict = {}
+
+
 def probes(store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame:
     """Neuro's run-level step: the probes of every ``probe_by`` group over the run's state
     shards (long measures, ``layer`` -1 for a group's summary).
@@ -167,6 +174,7 @@ def probes(store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame:
                           probe_sentences)
 
     states = ShardedStates(store, rid)
+    NULL_DRAWS.pop(rid, None)
     item = next(c for c in ("property", "prompt", "item") if c in pairs)
     true_bad = (pairs["distractor_true"].astype(bool) if "distractor_true" in pairs
                 else pd.Series(False, index=pairs.index))
@@ -205,12 +213,16 @@ def probes(store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame:
             warnings.warn(f"{Neuro.name}: no probe for {dict(zip(by, key))}: {results[i]}")
             continue
         by_layer, summary = results[i]
-        summary.pop("null_nested", None)  # the draws: pooled above
+        draws = summary.pop("null_nested", None)  # the draws: pooled above
         ids = {c: (sub[c].iat[0] if sub[c].nunique() == 1 else "all") for c in ID}
         ids.update(pair_id="", item="", **dict(zip(by, map(str, key))))
         for c in ("lang", "subset"):
             if c not in by:
                 ids[c] = "all"
+        if draws is not None:
+            NULL_DRAWS.setdefault(rid, {})[tuple(str(ids[c]) for c in ("task", "lang", "subset"))] = {
+                "pool": tuple(by), "observed": float(summary["nested_balanced_accuracy"]),
+                "draws": np.asarray(draws, dtype=np.float64)}
         for measure in [m for m in _LAYER_MEASURES if m in by_layer]:
             f = pd.DataFrame({**ids, "method": Neuro.name, "wording": "", "order": "",
                               "layer": by_layer["layer"].to_numpy(), "measure": measure,

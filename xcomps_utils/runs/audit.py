@@ -17,11 +17,15 @@ counts, identifiers, tokens, texts,         equal (``n_tokens_*``, ``n_groups``,
 decisions (``correct``, ``tie``,            equal, except a pair whose margin (``delta``) is
 ``near_tie``)                               within its tolerance of the threshold in either
                                             computation (ties and near ties trade places)
-a log-probability over ``n`` tokens         the study's own precision of it,
-(sentence sums, ``delta``, Meta answers,    :func:`~xcomps_utils.lm.precision.pair_tolerance`:
-token and group log-probabilities)          float32 ``FLOAT32_GAP_BY_MODEL[model] x n``
-                                            (SmolLM2 5.4e-4 nats per token; unmeasured models
-                                            ``FLOAT32_GAP_DEFAULT``); float64
+a log-probability over ``n`` tokens         float32, both computations in MKL's pinned mode
+(sentence sums, ``delta``, Meta answers,    (:data:`xcomps_utils.MKL_CBWR`, recorded as the
+token and group log-probabilities)          run's ``mkl_cbwr``): ``FLOAT32_TOKEN_TOLERANCE x
+                                            n`` (the kernels give the same bits in any batch,
+                                            thread count and x86 CPU: a difference is damage);
+                                            otherwise (a run computed before the mode was
+                                            pinned) ``FLOAT32_KERNEL_SPREAD_BY_MODEL[model] x n``,
+                                            what different float32 kernels measurably give
+                                            (``benchmarks/kernel_spread.py``); float64
                                             ``FLOAT32_TOKEN_TOLERANCE x n``; a per-token mean
                                             ``x 1``
 a perplexity ``exp(mean surprisal)``        relative, through ``exp``: ``ppl (e^u - 1) e^u``,
@@ -37,23 +41,28 @@ Neuro probe measures                        ``PROBE_TOLERANCE`` (1e-12): recompu
                                             probe is a seeded closed-form ridge in float64; a
                                             flipped prediction moves a score by 1/n); from
                                             *recomputed* states (not shipped), a score within
-                                            one flipped prediction (``PROBE_FLIP_SCORES``)
+                                            one flipped prediction (``PROBE_FLIP_SCORES``), a
+                                            permutation p-value within the null draws that lie
+                                            within one flipped prediction of the observed score
+                                            (:func:`_p_value_bounds`); counts exact
 ==========================================  ==================================================
 
 Runs in bfloat16 or float16 take :data:`xcomps_utils.lm.precision.BF16_PAIR_TOLERANCE` (1 nat)
 whatever the tokens, and ``STATE_RTOL_BF16`` for states (bfloat16's rounding, not measured).
 
-Why not ``FLOAT32_TOKEN_TOLERANCE`` (1e-5 nats per token) for float32: it is the scorer's
-guarantee where the model's float32 kernels agree (English), not a bound on recomputing a shard
-in another process. Measured on this project's ``results/`` (SmolLM2, BMLAMA-17 Chinese, 500
-pairs recomputed on a 2-core x86 CPU, with the run's token budget): single tokens moved
-by up to 2.9e-5 nats with one thread and 1.6e-5 with two (sentence sums by 4.2e-5 over 23
-tokens): float32 kernels round differently per thread count, and SmolLM2's massive activations
-amplify that on non-Latin scripts (:data:`xcomps_utils.lm.precision.FLOAT32_GAP_BY_MODEL`). The
-audit holds each number to the precision the study claims for it (its near-tie tolerance).
+Why the MKL mode decides the float32 rule (issue 41): unpinned, MKL's AVX-512 ``sgemm`` rounds a
+row of a product differently for 16 or more rows than for fewer, and SmolLM2's massive
+activations amplify that to 6.5e-3 nats at the first token after BOS, so a shard computed on one
+machine in one batching did not recompute on another within the model's float32 gap (5.4e-4).
+Pinned, the same bits come back; a run from before is held to what float32 kernels measurably
+differ by, and recomputing it pinned (``make publish``) tightens its rule to 1e-5.
 
-*The sample*: at least one shard per (method, model) of the store, drawn with a seeded RNG,
-then shards drawn from the rest up to ``sample`` (:func:`plan_sample`). A Neuro run's draw is a
+*The sample*: at least one shard per run of the store, drawn with a seeded RNG (``make
+audit``: the commit's, so the store is covered over the commits), then shards drawn from the rest
+up to ``sample`` (:func:`plan_sample`); of a per-pair method's shard, ``pairs`` of its pairs
+(``make audit``: :data:`PAIRS_PER_SHARD`), compared with the stored rows of those pairs. ``--all``
+recomputes every shard, whole. ``make ship`` checks the runs it ships the same way, with
+:func:`ship_sample_size` shards. A Neuro run's draw is a
 state shard and the run's probes: the state shard recomputed and compared (states within the
 tolerance above), and the probes recomputed from the stored (verified) states and compared. A
 Neuro run whose states are not in the store (``states/`` not shipped: every state file its
@@ -78,13 +87,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .. import MKL_CBWR
 from ..lm.precision import (BF16_PAIR_TOLERANCE, FLOAT32_GAP_BY_MODEL, FLOAT32_GAP_DEFAULT,
-                            FLOAT32_TOKEN_TOLERANCE, dtype_name, pair_tolerance)
+                            FLOAT32_KERNEL_SPREAD_BY_MODEL, FLOAT32_KERNEL_SPREAD_DEFAULT,
+                            FLOAT32_TOKEN_TOLERANCE, dtype_name, mkl_mode)
 from ..methods.registry import METHODS
 from . import execute, planner
 from .store import MEASURE_COLUMNS, Store, StoreError
 
 __all__ = ["audit", "AuditError", "plan_sample", "units", "failures", "failure_line",
+           "ship_sample_size", "PAIRS_PER_SHARD",
            "proportion_tolerance", "AUDIT_COLUMNS", "STATE_ATOL", "STATE_RTOL",
            "STATE_RTOL_BF16", "PROBE_TOLERANCE", "PROBE_FLIP_SCORES"]
 
@@ -230,30 +242,35 @@ def units(store: Store, unshipped: set[str] = frozenset(), runs: list[str] | Non
     return out
 
 
+#: Pairs recomputed per drawn shard by ``make audit`` (``--pairs``): a seeded sample of the
+#: shard's pairs, for a method whose numbers are per pair (no finishing step). Pinned float32
+#: scoring gives a pair the same bits in any batch (:mod:`xcomps_utils.lm.precision`), so the
+#: sample is compared with the stored rows of those pairs under the same rules as a whole shard.
+PAIRS_PER_SHARD = 12
+
+
 def plan_sample(candidates: list[dict], sample: int | None = None, seed: int = 0) -> list[dict]:
-    """A seeded draw of units: one per (method, model), then more from the rest up to
-    ``sample`` in all.
+    """A seeded draw of units: one per run, then more from the rest up to ``sample`` in all.
 
     Args:
         candidates: :func:`units` of the store.
-        sample: units in all (default: one per (method, model)).
-        seed: the draw's seed (the same seed draws the same units).
+        sample: units in all (default: one per run).
+        seed: the draw's seed (the same seed draws the same units; ``make audit`` seeds it with
+            the commit, so each commit draws another sample).
 
     Returns:
         the drawn units, ordered by model (each model loads once), run and shard.
 
     Raises:
-        ValueError: ``sample`` is below the number of (method, model) combinations (each gets
-            one) or below 1.
+        ValueError: ``sample`` is below the number of runs (each gets one) or below 1.
     """
-    groups: dict[tuple, list[dict]] = {}
+    groups: dict[str, list[dict]] = {}
     for u in sorted(candidates, key=lambda u: (u["run"], u["label"])):
-        groups.setdefault((u["method"], str(u["model"])), []).append(u)
+        groups.setdefault(u["run"], []).append(u)
     if sample is not None and (isinstance(sample, bool) or int(sample) < max(1, len(groups))):
-        raise ValueError(f"sample={sample!r}: the audit recomputes at least one shard per "
-                         f"(method, model), and the store has {len(groups)} "
-                         f"({', '.join(f'{m} {n}' for m, n in sorted(groups))}); pass "
-                         f"--sample {max(1, len(groups))} or more")
+        raise ValueError(f"sample={sample!r}: the audit recomputes at least one shard per run, "
+                         f"and the store has {len(groups)} run(s); pass --sample "
+                         f"{max(1, len(groups))} or more, or --all")
     rng = np.random.default_rng(seed)
     chosen = [us[int(rng.integers(len(us)))] for _, us in sorted(groups.items())]
     rest = [u for _, us in sorted(groups.items()) for u in us if not any(u is c for c in chosen)]
@@ -263,31 +280,70 @@ def plan_sample(candidates: list[dict], sample: int | None = None, seed: int = 0
     return sorted(chosen, key=lambda u: (str(u["model"]), u["run"], u["label"]))
 
 
+def ship_sample_size(n_units: int, bad_fraction: float = 0.05, power: float = 0.99) -> int:
+    """Units to recompute, drawn without replacement from ``n_units``, so that a store in which
+    a ``bad_fraction`` of the units is wrong (at least one) shows one of them with probability
+    ``power`` (hypergeometric): ``make ship``'s check (all units when the store is small).
+
+    Raises:
+        ValueError: a fraction or power outside (0, 1), or ``n_units`` below 1.
+    """
+    if n_units < 1 or not 0 < bad_fraction < 1 or not 0 < power < 1:
+        raise ValueError(f"n_units must be >= 1 and bad_fraction, power in (0, 1); got "
+                         f"{n_units}, {bad_fraction}, {power}")
+    from scipy.stats import hypergeom
+
+    bad = max(1, int(np.ceil(bad_fraction * n_units)))
+    for k in range(1, n_units + 1):
+        if 1 - hypergeom.pmf(0, n_units, bad, k) >= power:
+            return k
+    return n_units
+
+
 # --- tolerances --------------------------------------------------------------------------------
 
 class _Precision:
-    """The tolerance of a run's log-probabilities (nats), from its dtype and model: the one the
-    study itself holds them to, :func:`xcomps_utils.lm.precision.pair_tolerance` (the near-tie
-    tolerance): float32, the model's float32 gap per token (``FLOAT32_GAP_BY_MODEL``, else
-    ``FLOAT32_GAP_DEFAULT``); float64, ``FLOAT32_TOKEN_TOLERANCE`` per token; bfloat16 and
-    float16, ``BF16_PAIR_TOLERANCE`` whatever the tokens."""
+    """The tolerance of a run's log-probabilities (nats) when recomputed, from its dtype, model
+    and the MKL mode it was computed in (its provenance's ``mkl_cbwr``) and is recomputed in:
 
-    def __init__(self, dtype: str, model: str | None):
+    - float32, both in :data:`xcomps_utils.MKL_CBWR` mode: ``FLOAT32_TOKEN_TOLERANCE`` per token
+      (the scorer's guarantee; the pinned kernels give the same bits on any x86 CPU with AVX2,
+      whatever the batch and threads, so any difference is damage);
+    - float32 otherwise (a run computed before the mode was pinned, or on a machine without MKL):
+      two float32 computations by different kernels, each within the model's float32 arithmetic
+      of the exact value: ``FLOAT32_KERNEL_SPREAD_BY_MODEL`` per token (measured:
+      ``benchmarks/kernel_spread.py``), at least the model's ``FLOAT32_GAP_BY_MODEL``;
+    - float64: ``FLOAT32_TOKEN_TOLERANCE`` per token; bfloat16 and float16:
+      ``BF16_PAIR_TOLERANCE`` whatever the tokens."""
+
+    def __init__(self, dtype: str, model: str | None, stored_mode: str | None = None,
+                 mode: str | None = None):
         self.dtype, self.model = dtype_name(dtype), model
         self.float32 = self.dtype in ("float32", "float64")
-        if self.dtype == "float32":
-            self.constant = (f"FLOAT32_GAP_BY_MODEL[{model!r}]" if model in FLOAT32_GAP_BY_MODEL
-                             else "FLOAT32_GAP_DEFAULT")
-            self.per_token = FLOAT32_GAP_BY_MODEL.get(model, FLOAT32_GAP_DEFAULT)
+        mode = mkl_mode() if mode is None and self.dtype == "float32" else mode
+        self.pinned = stored_mode == MKL_CBWR and mode == MKL_CBWR
+        if self.dtype == "float32" and self.pinned:
+            self.constant = f"FLOAT32_TOKEN_TOLERANCE (both computed with MKL_CBWR={MKL_CBWR})"
+            self.per_token = FLOAT32_TOKEN_TOLERANCE
+        elif self.dtype == "float32":
+            spread = FLOAT32_KERNEL_SPREAD_BY_MODEL.get(model, FLOAT32_KERNEL_SPREAD_DEFAULT)
+            gap = FLOAT32_GAP_BY_MODEL.get(model, FLOAT32_GAP_DEFAULT)
+            named = (f"FLOAT32_KERNEL_SPREAD_BY_MODEL[{model!r}]"
+                     if model in FLOAT32_KERNEL_SPREAD_BY_MODEL else "FLOAT32_KERNEL_SPREAD_DEFAULT")
+            self.constant = (f"{named} (stored in MKL mode {stored_mode or 'unrecorded'}, "
+                             f"recomputed in {mode})")
+            self.per_token = max(spread, gap)
         elif self.dtype == "float64":
             self.constant, self.per_token = "FLOAT32_TOKEN_TOLERANCE", FLOAT32_TOKEN_TOLERANCE
         else:
             self.constant, self.per_token = "BF16_PAIR_TOLERANCE", None
 
     def lp(self, n) -> np.ndarray:
-        """nats: the tolerance of a log-probability over ``n`` tokens (``pair_tolerance``)."""
+        """nats: the tolerance of a log-probability over ``n`` tokens."""
         n = np.asarray(n, dtype=np.float64)
-        return pair_tolerance(self.dtype, n.reshape(-1), self.model).reshape(n.shape)
+        if self.per_token is None:
+            return np.full(n.shape, BF16_PAIR_TOLERANCE)
+        return self.per_token * n
 
     def name(self, n, what: str = "") -> str:
         """The rule's name: ``<constant> (<value>) x <n> tokens<what>`` (``n`` ``None``: per
@@ -447,14 +503,76 @@ def _probe_minority(measures: pd.DataFrame) -> dict:
             if len(v) == 2 and min(v["n_acceptable"], v["n_sentences"] - v["n_acceptable"]) > 0}
 
 
+def _null_draws_of(rid: str) -> dict:
+    """The nested null draws of run ``rid``'s probes as this process just recomputed them
+    (:data:`xcomps_utils.methods.neuro.NULL_DRAWS`), per probe group."""
+    from ..methods.neuro import NULL_DRAWS
+
+    return NULL_DRAWS.get(rid, {})
+
+
+_P_VALUES = ("p_permutation", "p_adjusted", "p_pooled")
+
+
+def _p_value_bounds(draws: dict, n_min: dict) -> dict:
+    """Per probe group, how far each permutation p-value can move when every score (the
+    observed one and each null draw) may move by one flipped prediction, ``d = 0.5 / n_min``
+    (a balanced accuracy): the draws that can cross the observed score are those within ``2 d``
+    of it, so ``p_permutation`` moves by at most their count over ``B + 1``. ``p_adjusted``
+    (max-T over the pooled groups, :func:`xcomps_utils.methods.probing.joint_permutation_test`)
+    counts the draws whose largest standardised score lies within ``2 d_g / s_g + max_j 2 d_j /
+    s_j`` of the group's observed standardised score (``s``: a group's standard deviation over
+    its ``B + 1`` values; a score moving by ``d`` moves its standardised value by at most about
+    ``2 d / s``); ``p_pooled``, their smallest, by the largest of those bounds in the pool.
+
+    Returns:
+        ``{group key: {"p_permutation": t, "p_adjusted": t, "p_pooled": t}}``."""
+    out, pools = {}, {}
+    for k, g in draws.items():
+        if k not in n_min:
+            continue
+        d = 0.5 / n_min[k]
+        x = g["draws"]
+        out[k] = {"p_permutation": float((np.abs(x - g["observed"]) <= 2 * d + 1e-12).sum())
+                  / (len(x) + 1)}
+        pools.setdefault(g["pool"], []).append(k)
+    for keys in pools.values():
+        keys = [k for k in keys if len(draws[k]["draws"]) == len(draws[keys[0]]["draws"])]
+        allv = np.column_stack([np.concatenate([[draws[k]["observed"]], draws[k]["draws"]])
+                                for k in keys])
+        sd = allv.std(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            z = np.where(sd > 0, (allv - allv.mean(axis=0)) / sd, 0.0)
+            move = np.where(sd > 0, 2 * np.array([0.5 / n_min[k] for k in keys]) / sd, 0.0)
+        top = z[1:].max(axis=1)
+        tols = []
+        for j, k in enumerate(keys):
+            band = move[j] + move.max()
+            t = float((np.abs(top - z[0, j]) <= band + 1e-12).sum()) / len(allv)
+            out[k]["p_adjusted"] = t
+            tols.append(t)
+        for k in keys:
+            out[k]["p_pooled"] = max(tols)
+    return out
+
+
 def _measure_rules(method: str, new: pd.DataFrame, prec: _Precision, ctx: dict):
     """``measure -> (rows -> (tolerance array, name(k)))`` for one method's measures, by its
     ``Method.audit_tolerance``."""
     kind = _tolerance_kind(method)
     if kind == "probe" and ctx.get("recomputed_states"):
         n_min = _probe_minority(new)
+        bounds = _p_value_bounds(ctx.get("null_draws") or {}, n_min)
 
         def flip(measure):
+            if measure in _P_VALUES:
+                def tol_p(rows):
+                    t = np.array([bounds.get(k, {}).get(measure, PROBE_TOLERANCE)
+                                  for k in _group_keys(rows)], float)
+                    return (np.maximum(t, PROBE_TOLERANCE),
+                            "null draws within one flipped prediction of the observed score, "
+                            "over B + 1 (the states were recomputed, not shipped)")
+                return tol_p
             if measure not in PROBE_FLIP_SCORES:
                 return lambda rows: (np.full(len(rows), PROBE_TOLERANCE), "PROBE_TOLERANCE "
                                      "(recomputed states, but not a score: exact)")
@@ -462,7 +580,8 @@ def _measure_rules(method: str, new: pd.DataFrame, prec: _Precision, ctx: dict):
 
             def tol(rows):
                 n = np.array([n_min.get(k, np.nan) for k in _group_keys(rows)], float)
-                return (np.where(np.isfinite(n), c / n, PROBE_TOLERANCE),
+                # one flip exactly, and the rounding of a difference of two scores
+                return (np.where(np.isfinite(n), c / n * (1 + 1e-9), PROBE_TOLERANCE),
                         f"PROBE_FLIP_SCORES ({c:g} / n_min: one flipped prediction; the states "
                         f"were recomputed, not shipped)")
             return tol
@@ -670,9 +789,31 @@ def _compare_states(old: np.ndarray, new: np.ndarray, prec: _Precision, texts) -
              "where": f"sentence {text!r} layer={layer}", "ok": ok}]
 
 
+def _restrict(frame: pd.DataFrame, subset: pd.DataFrame | None) -> pd.DataFrame:
+    """The rows of a stored table that belong to the pairs of ``subset`` (a pair-sample audit):
+    by the pairs' identifiers where the table has them (measures, token-level perplexity's
+    groups and tokens), else by their sentences (``text``: Direct's tokens, each sentence once,
+    in order of text and position, as a sample orders them the same way)."""
+    if subset is None:
+        return frame
+    ids = [c for c in planner.ID if c in frame and c in subset]
+    if "pair_id" in ids:
+        want = set(subset[ids].astype(str).itertuples(index=False, name=None))
+        keep = [k in want for k in frame[ids].astype(str).itertuples(index=False, name=None)]
+        return frame[keep].reset_index(drop=True)
+    if "text" in frame:
+        texts = {t for c in ("good", "bad") if c in subset for t in subset[c]}
+        out = frame[frame["text"].isin(texts)]
+        order = [c for c in ("text", "position") if c in out]
+        return out.drop_duplicates(subset=order).sort_values(order, kind="stable"
+                                                             ).reset_index(drop=True)
+    return frame
+
+
 def _compare_shard(store: Store, tmp: Store, rid: str, name: str, method: str,
                    prec: _Precision, ctx: dict, unshipped: bool) -> list[dict]:
     stored, again = _marker_files(store, rid, name), _marker_files(tmp, rid, name)
+    sub = ctx.get("subset")
     out = []
     for rel in sorted(set(stored) | set(again)):
         folder = rel.split("/")[0]
@@ -701,12 +842,12 @@ def _compare_shard(store: Store, tmp: Store, rid: str, name: str, method: str,
             out += _compare_states(np.load(old_path, mmap_mode="r"), np.load(new_path), prec,
                                    texts)
         elif folder == "measures":
-            out += _compare_measures(method, pd.read_parquet(old_path),
-                                     pd.read_parquet(new_path), prec, ctx)
+            out += _compare_measures(method, _restrict(pd.read_parquet(old_path), sub),
+                                     _restrict(pd.read_parquet(new_path), sub), prec, ctx)
         else:
             kind = METHODS[method].audit_details.get(folder) if method in METHODS else None
-            out += _compare_detail(folder, pd.read_parquet(old_path), pd.read_parquet(new_path),
-                                   prec, kind)
+            out += _compare_detail(folder, _restrict(pd.read_parquet(old_path), sub),
+                                   _restrict(pd.read_parquet(new_path), sub), prec, kind)
     return out
 
 
@@ -747,10 +888,44 @@ def _setup(store: Store, tmp_root: Path, rid: str, link: list[str]) -> Store:
     return Store(tmp_root)
 
 
+def _recompute_pairs(tmp: Store, rid: str, name: str, rows: list[int], device: str) -> None:
+    """Recompute ``rows`` (positions in shard ``name``) of a per-pair method into ``tmp`` as
+    that shard: the run's model, dtype and parameters, as :func:`xcomps_utils.runs.execute.repair`
+    loads them, on only those pairs."""
+    run = tmp.run(rid)
+    key = run.record["key"]
+    lm = planner.load(*_load_args(key, device))
+    mine = json.loads(json.dumps(lm.identity(), default=str))
+    if any(key.get(k) != v for k, v in mine.items()):
+        raise StoreError(f"it was computed with { {k: key.get(k) for k in mine} }, the model "
+                         f"loaded now is {mine}")
+    size, i = run.record["shard_size"], int(name.removeprefix("shard-"))
+    shard = run.pairs().iloc[i * size:(i + 1) * size].reset_index(drop=True)
+    measures, details = execute.SHARD[key["method"]](
+        lm, shard.iloc[rows].reset_index(drop=True), planner.parameters_of(key))
+    run.write_shard(i, measures, details)
+
+
+def _shard_rows(store: Store, rid: str, name: str) -> int:
+    """Pairs in shard ``name`` of a run."""
+    rec = store.run(rid).record
+    i = int(name.removeprefix("shard-"))
+    return max(0, min(rec["shard_size"], rec["n_pairs"] - i * rec["shard_size"]))
+
+
+def _shard_pairs(store: Store, rid: str, name: str) -> pd.DataFrame:
+    run = store.run(rid)
+    size, i = run.record["shard_size"], int(name.removeprefix("shard-"))
+    return run.pairs().iloc[i * size:(i + 1) * size].reset_index(drop=True)
+
+
 def _job(store: Store, unit: dict, job: dict, device: str, unshipped: bool, log) -> list[dict]:
     rid, method = unit["run"], unit["method"]
-    key = store.run(rid).record["key"]
-    prec = _Precision(key.get("dtype", "float32"), key.get("model"))
+    record = store.run(rid).record
+    key = record["key"]
+    prec = _Precision(key.get("dtype", "float32"), key.get("model"),
+                      (record.get("provenance") or {}).get("mkl_cbwr"))
+    subset = job.get("pairs")
     with tempfile.TemporaryDirectory(prefix="xcomps-audit-") as d:
         tmp = _setup(store, Path(d), rid, job["link"])
         problems = [{"run": rid, "shard": n, "file": f"runs/{rid}/done/{n}",
@@ -758,7 +933,10 @@ def _job(store: Store, unit: dict, job: dict, device: str, unshipped: bool, log)
                     for n in job["recompute"]]
         start = time.perf_counter()
         try:
-            execute.repair(tmp, problems, device=device)
+            if subset is not None:
+                _recompute_pairs(tmp, rid, job["recompute"][0], subset, device)
+            else:
+                execute.repair(tmp, problems, device=device)
         except (StoreError, ValueError, ImportError, OSError) as err:
             raise AuditError(f"run {rid}, shard {', '.join(job['recompute'])}: cannot "
                              f"recompute it here: {' '.join(str(err).split())}") from err
@@ -766,28 +944,35 @@ def _job(store: Store, unit: dict, job: dict, device: str, unshipped: bool, log)
         rows = []
         for name in job["compare"]:
             ctx = {}
+            pairs = None
+            if subset is not None:
+                pairs = _shard_pairs(store, rid, name).iloc[subset].reset_index(drop=True)
+                ctx["subset"] = pairs
             if _tolerance_kind(method) == "proportions" and name != _last(method):
                 groups = pd.read_parquet(tmp.root / f"ppl_groups/run={rid}/{name}.parquet")
                 ctx["ppl_bounds"] = _ppl_bounds(groups, prec)
             if _tolerance_kind(method) == "answer_tokens":
-                size = store.run(rid).record["shard_size"]
-                i = int(name.removeprefix("shard-"))
-                pairs = store.run(rid).pairs().iloc[i * size:(i + 1) * size]
-                ctx["answer_tokens"] = _answer_tokens(key, device, pairs)
+                ctx["answer_tokens"] = _answer_tokens(
+                    key, device, pairs if pairs is not None else _shard_pairs(store, rid, name))
             if _tolerance_kind(method) == "probe" and unshipped:
                 ctx["recomputed_states"] = True
+                ctx["null_draws"] = _null_draws_of(rid)
             for r in _compare_shard(store, tmp, rid, name, method, prec, ctx, unshipped):
                 rows.append({"run": rid, "method": method, "model": unit["model"],
                              "shard": name, **r})
     bad = sum(not r["ok"] for r in rows)
-    log(f"audit: {rid} {', '.join(job['recompute'])}: recomputed in {seconds:.1f} s, "
+    what = ", ".join(job["recompute"]) + (f" ({len(subset)} of its pairs)" if subset is not None
+                                          else "")
+    log(f"audit: {rid} {what}: recomputed in {seconds:.1f} s, "
         f"{len(rows)} comparison(s), " + (f"{bad} out of tolerance" if bad else "all within "
                                           "tolerance"))
     return rows
 
 
 def audit(store: str | os.PathLike | Store, sample: int | None = None, seed: int = 0,
-          device: str = "auto", runs: list[str] | None = None, log=None) -> pd.DataFrame:
+          device: str = "auto", runs: list[str] | None = None, log=None,
+          pairs: int | None = None, every: bool = False,
+          journal: str | os.PathLike | None = None) -> pd.DataFrame:
     """Verify a store, then recompute a seeded sample of its shards and compare (module doc).
 
     Nothing is written into ``store``: each shard is recomputed into a temporary store (the
@@ -797,9 +982,18 @@ def audit(store: str | os.PathLike | Store, sample: int | None = None, seed: int
 
     Args:
         store: the results store (a folder or a :class:`~xcomps_utils.runs.store.Store`).
-        sample: units to recompute in all (:func:`plan_sample`; default one per (method,
-            model)).
-        seed: the seed of the draw.
+        sample: units to recompute in all (:func:`plan_sample`; default one per run).
+        seed: the seed of the draw (of the units, and of the pairs of each).
+        pairs: recompute only this many pairs of each drawn shard (seeded; all when it has
+            fewer) for a method whose numbers are per pair (no finishing step: Direct, Meta,
+            token-level perplexity); ``None``: whole shards. Neuro's units are always whole.
+        every: recompute every unit of the store, whole (``xcomps-study audit --all``);
+            ``sample`` and ``pairs`` are then ignored.
+        journal: a JSON-lines file of the units audited whole and found within tolerance (one
+            line each: run, shard, the SHA-256 of its done markers, seconds), appended as each
+            passes; a unit it already holds with the same markers is not recomputed again, so
+            ``--all`` resumes after a kill and can be spread over sessions (``make audit-all``
+            keeps it in ``benchmarks/audit-all.jsonl``, committed with its time a unit).
         device: where to load each run's model (``"auto"``: the run's device kind; the run's
             device kind is required, as for a repair).
         runs: audit only these runs (verified and drawn from; default: the whole store).
@@ -819,7 +1013,7 @@ def audit(store: str | os.PathLike | Store, sample: int | None = None, seed: int
         AuditError: the store does not verify (names the first problem), holds no finished
             shard, or a run cannot be recomputed here (another device kind, other weights, its
             model not installed: names the run, the shard and the cause).
-        ValueError: ``sample`` below the number of (method, model) combinations.
+        ValueError: ``sample`` below the number of runs, ``pairs`` below 1.
         KeyError: a run of ``runs`` is not in the store.
     """
     log = log or (lambda line: None)
@@ -836,28 +1030,102 @@ def audit(store: str | os.PathLike | Store, sample: int | None = None, seed: int
     candidates = units(store, unshipped, runs)
     if not candidates:
         raise AuditError(f"{store.root}: no finished shard to audit")
-    drawn = plan_sample(candidates, sample, seed)
-    log(f"audit: {len(drawn)} of {len(candidates)} shard(s) drawn (seed {seed}): "
-        + ", ".join(f"{u['run']} {u['label']}" for u in drawn))
+    if pairs is not None and (isinstance(pairs, bool) or int(pairs) < 1):
+        raise ValueError(f"pairs={pairs!r}: the audit recomputes at least 1 pair of a shard; "
+                         f"pass --pairs 1 or more, or leave it out for whole shards")
+    done = _journal_read(journal, store) if journal else set()
+    if every:
+        drawn, pairs = sorted(candidates, key=lambda u: (str(u["model"]), u["run"], u["label"])), None
+        left = [u for u in drawn if _unit_digest(store, u) not in done]
+        log(f"audit: all {len(drawn)} shard(s), whole" + (
+            f"; {len(drawn) - len(left)} already in {journal}, {len(left)} to recompute"
+            if journal else ""))
+        drawn = left
+    else:
+        drawn = plan_sample(candidates, sample, seed)
+        log(f"audit: {len(drawn)} of {len(candidates)} shard(s) drawn (seed {seed}"
+            + (f", {pairs} pair(s) of each per-pair shard" if pairs else "") + "): "
+            + ", ".join(f"{u['run']} {u['label']}" for u in drawn))
+    if pairs:
+        rng = np.random.default_rng([seed, 1])
+        for u in drawn:
+            if _last(u["method"]) is None and len(u["jobs"]) == 1:
+                n = _shard_rows(store, u["run"], u["jobs"][0]["recompute"][0])
+                if n > pairs:
+                    u["jobs"] = [{**u["jobs"][0], "pairs": sorted(
+                        rng.choice(n, size=int(pairs), replace=False).tolist())}]
     rows = []
     for u in drawn:
+        t0, mine = time.perf_counter(), []
         for job in u["jobs"]:
-            rows += _job(store, u, job, device, u["run"] in unshipped, log)
+            mine += _job(store, u, job, device, u["run"] in unshipped, log)
+        rows += mine
+        whole = all("pairs" not in job for job in u["jobs"])
+        if journal and whole and all(r["ok"] for r in mine):
+            _journal_add(journal, store, u, time.perf_counter() - t0)
     out = pd.DataFrame(rows, columns=AUDIT_COLUMNS)
     out.attrs.update(units=[(u["run"], u["label"]) for u in drawn],
                      not_shipped=sorted(unshipped), seconds=time.perf_counter() - start)
     return out
 
 
+def _unit_digest(store: Store, unit: dict) -> tuple:
+    """``(run, label, SHA-256 of the done markers the unit reads)``: a unit whose stored files
+    changed is another unit."""
+    import hashlib
+
+    h = hashlib.sha256()
+    names = sorted({n for job in unit["jobs"] for n in job["recompute"] + job["link"]})
+    for n in names:
+        marker = store.root / "runs" / unit["run"] / "done" / n
+        h.update(n.encode() + b"\0" + (marker.read_bytes() if marker.exists() else b""))
+    return unit["run"], unit["label"], h.hexdigest()
+
+
+def _journal_read(journal, store: Store) -> set:
+    path = Path(journal)
+    if not path.exists():
+        return set()
+    out = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            r = json.loads(line)
+            out.add((r["run"], r["shard"], r["markers_sha256"]))
+    return out
+
+
+def _journal_add(journal, store: Store, unit: dict, seconds: float) -> None:
+    rid, label, digest = _unit_digest(store, unit)
+    line = json.dumps({"run": rid, "shard": label, "markers_sha256": digest,
+                       "seconds": round(seconds, 1), "mkl_cbwr": mkl_mode(),
+                       "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+    with open(journal, "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+
+
 def failures(table: pd.DataFrame) -> pd.DataFrame:
-    """The rows of an :func:`audit` table out of tolerance."""
-    return table[~table["ok"].astype(bool)]
+    """The rows of an :func:`audit` table out of tolerance, the gravest first: a decision that
+    differs (``correct``, ``tie``, ``near_tie``: what a page counts), then the measures furthest
+    beyond their tolerance (difference over tolerance), then what cannot be compared (rows or
+    texts that differ)."""
+    bad = table[~table["ok"].astype(bool)].copy()
+    if bad.empty:
+        return bad
+    diff, tol = bad["max_abs_diff"].astype(float), bad["tolerance"].astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(diff.isna(), -1.0, np.where(tol > 0, diff / tol, np.inf))
+    decision = bad["measure"].isin(_DECISIONS).to_numpy()
+    order = np.lexsort((-ratio, ~decision))
+    return bad.iloc[order]
 
 
 def failure_line(row) -> str:
     """One failure in one line: ``run <id>, shard <name>: <measure> differs by X > tolerance T
     (<name>)`` (text and row mismatches: what differs), with where."""
     at = f" at {row['where']}" if row["where"] else ""
+    if row["measure"] in _DECISIONS:
+        return (f"run {row['run']}, shard {row['shard']}: a decision differs: {row['measure']} "
+                f"is not the stored one ({row['tolerance_name']}){at}")
     if np.isnan(row["max_abs_diff"]):
         return f"run {row['run']}, shard {row['shard']}: {row['measure']}: {row['tolerance_name']}{at}"
     return (f"run {row['run']}, shard {row['shard']}: {row['measure']} differs by "

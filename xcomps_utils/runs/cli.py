@@ -145,6 +145,7 @@ def run_cmd(methods, tasks_, languages, source, items_per_language, n_pairs, mod
     if quiet:
         _quiet_loading()
     from ..lm.models import check_model, resolve_device_dtype
+    from ..pairs.tasks import SizeError
     from . import execute as M, planner
     from .store import Store
 
@@ -170,8 +171,15 @@ def run_cmd(methods, tasks_, languages, source, items_per_language, n_pairs, mod
     planner.check_model_folder(model)
     resolve_device_dtype(device, dtype)
     Store(store)
-    for s in planner.select(methods, tasks_, languages, source, items_per_language, n_pairs,
-                            seed):
+    try:
+        selected = planner.select(methods, tasks_, languages, source, items_per_language,
+                                  n_pairs, seed)
+    except SizeError as err:  # named by its flag, not by planner.select's parameter
+        flag = "--" + err.parameter.replace("_", "-")
+        every = {"n_pairs": "pair", "items_per_language": "item"}.get(err.parameter, "one")
+        raise click.ClickException(f"{flag} must be at most {err.limit:,} ({err.holds}); leave "
+                                   f"{flag} out for every {every}; got {err.got}") from None
+    for s in selected:
         res = M.run(model, s.pairs, s.methods, store=store, device=device, dtype=dtype,
                     bos_policy=bos_policy, token_budget=token_budget,
                     use_chat_template=use_chat_template,
@@ -267,7 +275,8 @@ def sweep_cmd(file, executor, address, store, dry_run, quiet):
 @click.option("--json", "as_json", is_flag=True, help="one JSON record per run")
 def ls_cmd(store, method, as_json):
     """List the runs in a results store, with their provenance. A run whose record cannot be
-    read (or names another run) is named on stderr, the others are listed; exit code 1 then."""
+    read (or names another run), a run folder without its record and results no record owns
+    (``Store.unowned``) are named on stderr, the others are listed; exit code 1 then."""
     import pandas as pd
 
     from .store import Run, StoreError
@@ -275,25 +284,31 @@ def ls_cmd(store, method, as_json):
     st = _store(store)
     runs = st.runs()
     bad = runs[runs.status.isin(["unreadable", "misnamed"])]
+    lost = st.unowned()
     runs = runs.drop(bad.index)
     if method:
         runs = runs[runs.method == method]
     if as_json:
         click.echo(runs.to_json(orient="records", lines=True), nl=False)
-    elif not len(runs):
+    elif not len(runs) and not len(bad) and not lost:
         click.echo(f"{store}: no runs" + (f" of {method}" if method else ""))
-    else:
+    elif len(runs):
         with pd.option_context("display.width", 200, "display.max_colwidth", 48):
             click.echo(runs.drop(columns=["parameters"]).to_string(index=False))
-    if len(bad):
-        rid = bad.run.iat[0]
+    whys = []
+    for rid in bad.run:
         try:
             Run(st, rid).record
-            why = f"runs/{rid}/run.json records another run (a renamed or copied folder)"
+            whys.append((rid, f"runs/{rid}/run.json records another run (a renamed or copied "
+                              f"folder)"))
         except StoreError as err:
-            why = str(err)
-        more = f" (and {len(bad) - 1} more: {', '.join(bad.run.iloc[1:])})" if len(bad) > 1 else ""
-        raise click.ClickException(f"{why}{more}; see `xcomps-study verify --store {store}`")
+            whys.append((rid, str(err)))
+    whys += [(u["file"], f"{u['file']} {u['problem']}") for u in lost]
+    if whys:
+        more = (f" (and {len(whys) - 1} more: {', '.join(r for r, _ in whys[1:])})"
+                if len(whys) > 1 else "")
+        raise click.ClickException(f"{whys[0][1]}{more}; see `xcomps-study verify --store "
+                                   f"{store}`")
 
 
 @main.command("verify")
@@ -316,7 +331,7 @@ def verify_cmd(store, repair, device, quiet):
     problems = verify(st)
     for pr in problems:
         where = f"{pr['shard']}: " if pr["shard"] else ""
-        click.echo(f"{pr['run']}: {where}{pr['file']} {pr['problem']}")
+        click.echo(f"{pr['run'] or store}: {where}{pr['file']} {pr['problem']}")
     n_runs = len(st.ids())
     if not problems:
         click.echo(f"{store}: {n_runs} run(s), every shard as recorded")
@@ -338,11 +353,13 @@ def verify_cmd(store, repair, device, quiet):
             click.echo(f"{r['run']}: {r['shard']} recomputed ({len(r['moved'])} damaged "
                        f"file(s) moved to {st.root / 'quarantine'})")
         else:
-            click.echo(f"{r['run']}: {r['moved'][0]} moved to {st.root / 'quarantine'}")
+            click.echo(f"{r['run'] or store}: {r['moved'][0]} moved to "
+                       f"{st.root / 'quarantine'}")
     left = verify(st)
     if left:
         raise click.ClickException(f"{len(left)} problem(s) left after the repair, e.g. "
-                                   f"{left[0]['run']}: {left[0]['file']} {left[0]['problem']}")
+                                   f"{left[0]['run'] or store}: {left[0]['file']} "
+                                   f"{left[0]['problem']}")
     click.echo(f"{store}: repaired {len(shards)} shard(s), moved {len(foreign)} foreign "
                f"file(s); every shard as recorded")
 
@@ -359,7 +376,13 @@ def verify_cmd(store, repair, device, quiet):
 @click.option("--reads", type=click.Path(file_okay=False), default=None,
               help="ship what the chapters read, as they logged it (the Makefile's "
                    "$(EXECUTED)/reads): those runs, each without the folders no chapter read")
-def ship_cmd(dest, store, runs, omit, reads):
+@click.option("--check/--no-check", default=True, show_default=True,
+              help="before copying, recompute a sample of the shards to ship (xcomps-study "
+                   "audit's rules): every shard of a small store, else enough that a store with "
+                   "1 shard in 20 wrong shows one with probability 0.99")
+@click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True,
+              help="the seed of the check's draw")
+def ship_cmd(dest, store, runs, omit, reads, check, seed):
     """Copy complete runs of a store into DEST, the store a repository ships, leaving out
     folders no page reads (hidden states by default); DEST/shipped.json records what each run
     was shipped without, so `xcomps-study verify --store DEST` accepts their absence and a page
@@ -397,6 +420,8 @@ def ship_cmd(dest, store, runs, omit, reads):
                 "runs", "quarantine", "measures"}
         return every | per_run.get(rid, set()) | unread
 
+    if check:
+        _ship_check(st, dest, chosen, seed)
     table = st.ship(dest, chosen, {rid: left_out(rid) for rid in chosen})
     for r in table.itertuples():
         left = f", without {', '.join(r.omitted)}" if r.omitted else ""
@@ -404,24 +429,60 @@ def ship_cmd(dest, store, runs, omit, reads):
     click.echo(f"{dest}: {len(table)} run(s), {table.bytes.sum() / 2**20:.1f} MiB copied")
 
 
+def _ship_check(st, dest, chosen: list[str], seed: int) -> None:
+    """``ship --check``: the runs DEST does not hold yet, audited in the source store before a
+    file is copied (:func:`xcomps_utils.runs.audit.ship_sample_size` units, whole); fails naming
+    the shard and measure."""
+    from pathlib import Path
+
+    from . import audit as A
+
+    held = {p.parent.name for p in (Path(dest) / "runs").glob("*/run.json")}
+    new = [r for r in chosen if r not in held]
+    if not new:
+        return
+    _quiet_loading()
+    candidates = A.units(st, set(), new)
+    n = max(len(new), A.ship_sample_size(len(candidates))) if candidates else 0
+    click.echo(f"ship: checking {min(n, len(candidates))} of the {len(candidates)} shard(s) of "
+               f"{len(new)} run(s) to ship, recomputed (seed {seed}; 1 wrong shard in 20 would "
+               f"show with probability >= 0.99)", err=True)
+    table = A.audit(st, sample=min(n, len(candidates)), seed=seed, runs=new,
+                    log=lambda line: click.echo(line, err=True))
+    bad = A.failures(table)
+    if len(bad):
+        raise click.ClickException("ship: nothing copied: " + A.failure_line(bad.iloc[0]) + (
+            f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""))
+
+
 @main.command("audit")
 @click.argument("store", type=click.Path())
 @click.option("--sample", type=click.IntRange(min=1), default=None,
-              help="shards to recompute in all (default and minimum: one per method and model)")
+              help="shards to recompute in all (default and minimum: one per run)")
 @click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True,
-              help="the seed of the draw")
+              help="the seed of the draw (make audit: the commit's)")
+@click.option("--pairs", type=click.IntRange(min=1), default=None,
+              help="recompute only this many pairs of each drawn shard of a per-pair method "
+                   "(Direct, Meta, token-level perplexity; default: whole shards)")
+@click.option("--all", "every", is_flag=True,
+              help="recompute every shard of the store, whole (hours: README)")
+@click.option("--journal", type=click.Path(dir_okay=False), default=None,
+              help="with --all: a JSON-lines file of the shards found within tolerance, appended "
+                   "as each passes; shards it holds (same done markers) are not recomputed, so "
+                   "an --all audit resumes after a kill")
 @click.option("--device", default="auto", show_default=True,
               help="where a run's model loads (auto: the run's device kind)")
 @click.option("--run", "runs", multiple=True, metavar="ID[,ID]",
               help="audit only these runs (default: every run of the store)")
 @click.option("--quiet", is_flag=True, help="no progress lines")
-def audit_cmd(store, sample, seed, device, runs, quiet):
+def audit_cmd(store, sample, seed, pairs, every, journal, device, runs, quiet):
     """Verify the results STORE, then recompute a seeded sample of its shards from scratch (at
-    least one per method and model, into a temporary store) and compare every number with the
-    stored one: counts and decisions equal, log-probabilities within the precision the study
-    claims for them (in float32 the model's gap per token, FLOAT32_GAP_BY_MODEL), each rule
-    named (xcomps_utils.runs.audit). Prints one line per comparison; exit code 1 on the first
-    failure of verify or of a comparison, naming the run and shard."""
+    least one per run, into a temporary store; --all: every shard) and compare every number with
+    the stored one: counts and decisions equal, log-probabilities within the precision the
+    study claims for them (float32: 1e-5 nats per token when both computations ran in MKL's
+    pinned mode, else the model's measured float32 kernel spread), each rule named
+    (xcomps_utils.runs.audit). Prints one line per comparison; exit code 1 naming the run,
+    shard and measure furthest beyond its tolerance (a decision that differs first)."""
     _quiet_loading()
     import pandas as pd
 
@@ -434,7 +495,7 @@ def audit_cmd(store, sample, seed, device, runs, quiet):
                                    f"nothing to audit; pass the store folder")
     log = (lambda line: None) if quiet else (lambda line: click.echo(line, err=True))
     table = A.audit(st, sample=sample, seed=seed, device=device, runs=_split(runs) or None,
-                    log=log)
+                    log=log, pairs=pairs, every=every, journal=journal)
     with pd.option_context("display.width", 250, "display.max_colwidth", 60,
                            "display.max_rows", None):
         click.echo(table.drop(columns=["model"]).to_string(index=False))
@@ -451,26 +512,88 @@ def audit_cmd(store, sample, seed, device, runs, quiet):
                   if table.attrs.get("not_shipped") else ""))
 
 
+def _family_line(family: str, width: int, most_lines: int = 3) -> list[str]:
+    """The lines of one task family in ``xcomps-study tasks``: its pattern, how many members, what
+    it is and its members (CLAMS' as languages x constructions), wrapped to ``width``, a long
+    list cut to ``most_lines`` with how many more; an absent manifest said instead."""
+    from ..pairs import tasks
+
+    pattern, what = tasks.FAMILIES[family]
+    try:
+        members = tasks.family_members(family)
+    except (XcompsError, OSError, ValueError) as err:
+        return [f"  {pattern:27s}   ?  {what}: members unknown here ({_one_line(err)})"]
+    pairs = [m.split(":", 1) for m in members]
+    groups = [list(members)]
+    if members and all(len(p) == 2 for p in pairs):  # a product: <lang>:<construction>
+        firsts, seconds = (list(dict.fromkeys(p[i] for p in pairs)) for i in (0, 1))
+        if len(firsts) * len(seconds) == len(members):
+            groups = [firsts, ["x"], seconds]
+    words = [w + ("," if i < len(g) - 1 else "") for g in groups for i, w in enumerate(g)]
+    head = f"  {pattern:27s} {len(members):3d}  {what}:"
+    # the members under the description, or nearer the margin where the terminal is narrow
+    indent = " " * (len(head) - len(what) - 1 if width - len(head) + len(what) >= 45 else 6)
+    tail = f" ... +{len(members)} more"
+
+    def fill(reserve: int) -> tuple[list[str], int]:
+        """The lines of the first words that fit in ``most_lines`` lines, ``reserve`` characters
+        left free at the end of the last one, and how many words they hold."""
+        lines, line = [], head
+        for k, word in enumerate(words):
+            last = len(lines) == most_lines - 1
+            if len(line) + 1 + len(word) <= width - (reserve if last else 0):
+                line += " " + word
+            elif last:
+                return lines + [line.rstrip(",")], k
+            else:
+                lines, line = lines + [line], indent + word
+                if len(lines) == most_lines - 1 and len(line) > width - reserve:
+                    return lines + [indent], k  # the word alone would leave no room
+        return lines + [line], len(words)
+
+    lines, shown = fill(0)
+    if shown < len(words):
+        lines, shown = fill(len(tail))
+        lines[-1] += f" ... +{len(words) - shown} more"
+    return lines
+
+
 @main.command("tasks")
-def tasks_cmd():
-    """List the tasks, XCOMPS languages and embedded models."""
+@click.argument("family", required=False)
+def tasks_cmd(family):
+    """List the tasks, every task family with its members, the XCOMPS languages and the embedded
+    models; with FAMILY (e.g. bmlama17), every task name of that family, one a line."""
+    import shutil
+    import textwrap
+
     from ..lm.models import EMBEDDED_MODELS
     from ..pairs import tasks, xcomps
 
+    if family:
+        family = family.split(":")[0]
+        if family not in tasks.FAMILIES:
+            raise click.UsageError(f"unknown task family {family!r}; known: "
+                                   f"{', '.join(tasks.FAMILIES)}")
+        try:
+            members = tasks.family_members(family)
+        except (XcompsError, OSError, ValueError) as err:
+            raise click.ClickException(_one_line(err)) from None
+        for member in members:
+            click.echo(f"{family}:{member}")
+        return
+    width = max(60, min(shutil.get_terminal_size((100, 24)).columns, 120))
+    click.echo("tasks (--task):")
     for name, t in tasks.TASKS.items():
-        click.echo(f"{name:15s} {t.description}")
-    click.echo(f"{'blimp:<name>':15s} any BLiMP phenomenon")
-    from ..pairs import grammar
-
-    click.echo(f"{'clams:<l>:<c>':15s} CLAMS agreement, l in {','.join(grammar.CLAMS_LANGUAGES)}, "
-               f"c in {','.join(grammar.CLAMS_CONSTRUCTIONS)}")
-    click.echo(f"{'xcomps:<lang>':15s} XCOMPS, lang in {','.join(xcomps.SAMPLE_LANGUAGES)} "
-               f"(sample) and {','.join(xcomps.XCOMPS_LANGUAGES)} (upstream)")
-    click.echo(f"{'turblimp:<p>':15s} TurBLiMP (Turkish): {','.join(grammar.turblimp_phenomena())}")
-    click.echo(f"{'sling:<p>':15s} SLING (Chinese): {','.join(grammar.sling_paradigms())}")
-    click.echo(f"\nXCOMPS languages (--languages): en + {','.join(xcomps.XCOMPS_LANGUAGES)}; "
-               f"the offline sample has {','.join(xcomps.SAMPLE_LANGUAGES)}")
-    click.echo(f"embedded models (--model): {', '.join(EMBEDDED_MODELS)}")
+        click.echo(f"  {name:15s} {t.description}")
+    click.echo("task families (`xcomps-study tasks FAMILY` lists every name of one):")
+    for fam in tasks.FAMILIES:
+        for line in _family_line(fam, width):
+            click.echo(line)
+    for text in (f"XCOMPS languages (--languages): en + {','.join(xcomps.XCOMPS_LANGUAGES)}; "
+                 f"the offline sample has {','.join(xcomps.SAMPLE_LANGUAGES)}",
+                 f"embedded models (--model): {', '.join(EMBEDDED_MODELS)}"):
+        click.echo(("\n" if text.startswith("XCOMPS") else "")
+                   + "\n".join(textwrap.wrap(text, width, subsequent_indent="  ")))
 
 
 if __name__ == "__main__":  # pragma: no cover
