@@ -16,11 +16,15 @@ parameter named under papermill is tests/runs/test_adversarial.py's (five chapte
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.slow  # every test here reads or executes chapters
 
 REPO = Path(__file__).resolve().parents[2]
 SMOKE = REPO / "build" / "smoke"  # SMOKE_DIR in the Makefile
@@ -187,14 +191,34 @@ def test_xcomps_chapters():
     p = _parameters(res)
     n_lang = len(p["languages"])
     n = n_lang * p["items_per_language"] * 4  # x 4 negative types
-    runs = _runs_created_by(res).set_index("method")
+    created = _runs_created_by(res)
+    # The leaking-folds exercise's Neuro run (exercises.compare_fold_runs): the first language's
+    # pairs with items and concepts hidden, named in the exercise's table beside the chapter's
+    # Neuro run, and read through the chapter's store, so the read log `make ship` ships from
+    # names it (the shipped store then holds it and `make book` loads no model for it).
+    (table,) = [o["data"]["text/plain"] for c in res["cells"] if c["cell_type"] == "code"
+                and "compare_fold_runs" in "".join(c["source"]) for o in c.get("outputs", [])
+                if "text/plain" in o.get("data", {})]
+    named = set(re.findall(r"neuro-[\w.-]+?-[0-9a-f]{12}", "".join(table)))
+    (leaky,) = named - set(created[created.method == "neuro"].query("pairs == @n").run)
+    assert len(named) == 2 and leaky in set(created.run)
+    mine = Store(STORE).runs().set_index("run").loc[leaky]
+    assert mine.method == "neuro" and mine.pairs == p["items_per_language"] * 4  # one language
+    hidden = pd.read_parquet(Path(STORE) / "runs" / leaky / "pairs.parquet")
+    assert set(hidden.lang) == {p["languages"][0]} and "acceptable_concept" not in hidden
+    assert (hidden.property == hidden.pair_id.astype(str)).all()  # each pair its own item
+    log = [json.loads(x) for x in (EXECUTED / "reads" / "xcomps_results.jsonl")
+           .read_text().splitlines()]
+    assert (leaky, "measures") in {(r["run"], r["folder"]) for r in log}
+    # the chapter's own runs: n pairs each, one per method
+    runs = created[created.run != leaky].set_index("method")
     # The token-level page needs the same Direct run: with two chapters executed at once, either
     # page may be the one that computes it, and the other reads it from the store.
     direct = _xcomps_direct_runs()
     direct = direct[(direct.model == p["model"]) & ~direct.control]
     assert len(direct) == 1 and direct.pairs.item() == n
     assert {"meta", "neuro"} <= set(runs.index) <= {"meta", "direct", "neuro"}
-    assert set(runs.pairs) == {n}
+    assert runs.index.is_unique and set(runs.pairs) == {n}
     probes = Store(STORE).measures([runs.loc["neuro", "run"]])
     assert probes.layer.max() == 30
     assert probes[["lang", "subset"]].drop_duplicates().shape[0] == n_lang * 4 + n_lang

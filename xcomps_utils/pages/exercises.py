@@ -16,7 +16,9 @@ from ..lm.token_scores import TokenScores
 from ..methods.probing import make_folds, probe_layers, probe_sentences
 from ..runs.execute import ShardedStates
 
-__all__ = ["reprobe", "Reprobe", "with_states", "compare_folds", "policy_flips", "first_word_split", "load_with_template"]
+__all__ = ["reprobe", "Reprobe", "with_states", "compare_folds", "leaking_pairs",
+           "compare_fold_runs", "exercise_model", "policy_flips", "first_word_split",
+           "load_with_template"]
 
 
 @dataclass(frozen=True)
@@ -139,7 +141,8 @@ def with_states(results, pairs: pd.DataFrame, lang: str, run, store="results"):
 def compare_folds(results, pairs: pd.DataFrame, lang: str, seed: int = 0
                   ) -> tuple[pd.DataFrame, dict]:
     """:func:`reprobe` of one language under the chapter's leak-free folds and under plain
-    sentence folds, side by side (the XCOMPS chapter's leaking-folds exercise).
+    sentence folds, side by side, on hidden states a store computed here holds (the chapter's
+    exercise compares two runs instead, in every store: :func:`compare_fold_runs`).
 
     Returns:
         ``(table, curves)``: one row per fold scheme (``grouping``, ``leaked_items``,
@@ -158,6 +161,124 @@ def compare_folds(results, pairs: pd.DataFrame, lang: str, seed: int = 0
                      "mean_balanced_accuracy": acc.mean()})
         curves[name] = t.curve
     return pd.DataFrame(rows).set_index("folds"), curves
+
+
+def leaking_pairs(pairs: pd.DataFrame, lang: str) -> pd.DataFrame:
+    """Language ``lang``'s XCOMPS pairs with what the probe's folds group by hidden: each pair its
+    own item (``property`` is its ``pair_id``) and no concept columns (a sentence is then its own
+    concept), so Neuro's fold builder (:func:`xcomps_utils.methods.probing.make_folds`) sees no
+    item and no concept to keep whole and splits the sentences almost freely (an acceptable
+    sentence stays with the first negative it was paired with), as a naive probing study would.
+
+    A Neuro run of these pairs (:func:`compare_fold_runs`) is the chapter's probe under leaking
+    folds; its measures are what the shipped store holds of it (its hidden states are never
+    shipped), so the book re-probes without a model.
+
+    Raises:
+        ValueError: no pair of ``lang``.
+    """
+    one = pairs[pairs["lang"] == lang]
+    if one.empty:
+        raise ValueError(f"no pair of language {lang!r}")
+    item = "property" if "property" in one else "item"
+    return (one.drop(columns=[c for c in ("acceptable_concept", "unacceptable_concept")
+                              if c in one])
+            .assign(**{item: one["pair_id"].astype(str)}).reset_index(drop=True))
+
+
+def _lang_curve(results, lang: str) -> pd.DataFrame:
+    from ..methods.probing import probe_tables
+
+    by_layer, _ = probe_tables(results.wide("neuro"))
+    one = by_layer[(by_layer["lang"] == lang) & (by_layer["subset"] == "all")]
+    return one.set_index("layer").sort_index()
+
+
+def compare_fold_runs(results, pairs: pd.DataFrame, lang: str, run, n_splits: int = 5,
+                      seed: int = 0) -> tuple[pd.DataFrame, dict]:
+    """The probe of one language under the chapter's leak-free folds (its Neuro run) and under
+    leaking folds (a Neuro run of :func:`leaking_pairs`), side by side: the XCOMPS chapter's
+    leaking-folds exercise. Both probes are read from the runs' measures, in every store: the
+    leaking-folds run is asked of ``run`` (the chapter's runner, so of the chapter's store),
+    which reads it where the store holds it (the book's ``store/`` does, for its pairs: no model
+    is loaded) and computes it otherwise. A build's log of what it read (``$XCOMPS_READS``) then
+    names that run, so a store shipped from the build (:meth:`xcomps_utils.runs.store.Store.ship`)
+    holds it too. (To refit the probe on hidden states a store computed here holds, with plain
+    stratified folds instead, see :func:`reprobe`.)
+
+    Args:
+        results: the chapter's :class:`~xcomps_utils.runs.execute.Results` with ``"neuro"``.
+        pairs: the XCOMPS pairs of that run.
+        lang: the language re-probed.
+        run: the chapter's run call (:func:`xcomps_utils.pages.chapters.runner`, with the
+            chapter's ``store``): it reads the leaking-folds run from there, or computes it
+            (the model's states of ``lang``'s sentences, then the probes).
+        n_splits, seed: the run's folds and seed, to count the leaks of its folds.
+
+    Returns:
+        ``(table, curves)``: one row per fold scheme (``run``, the Neuro run read, ``grouping``,
+        ``leaked_items``, ``leaked_concepts`` counted with the real items and concepts,
+        ``best_balanced_accuracy`` and its ``best_layer``, ``mean_balanced_accuracy``), and
+        ``{scheme: curve}`` (indexed by layer, with ``balanced_accuracy`` and the run's
+        ``null_q95``) for :func:`xcomps_utils.pages.plots.plot_reprobe`.
+
+    Raises:
+        KeyError: ``results`` holds no Neuro run. ValueError: no pair of ``lang``.
+    """
+    if "neuro" not in results.runs:
+        raise KeyError(f"these results hold no Neuro run (runs: {list(results.runs)})")
+    hidden = leaking_pairs(pairs, lang)
+    one = pairs[pairs["lang"] == lang]
+    model = results.store.run(results.runs["neuro"]).record["key"]["model"]
+    leaky = run(model, hidden, ["neuro"])
+    item = "property" if "property" in one else "item"
+    real = probe_sentences(one, item)
+    schemes = {"leak-free folds": (results, real), "sentence folds (leaking)":
+               (leaky, probe_sentences(hidden, item).set_index("text").loc[real["text"]]
+                .reset_index())}
+    rows, curves = [], {}
+    y = real["label"].to_numpy()
+    concepts, items = real["concept"].to_numpy(dtype=object), real["item"].to_numpy(dtype=object)
+    for name, (res, folded) in schemes.items():
+        split, info = make_folds(y, folded["item"].to_numpy(dtype=object),
+                                 folded["concept"].to_numpy(dtype=object), n_splits, seed)
+        leaked_c, leaked_i = set(), set()
+        for tr, te in split:
+            leaked_c |= set(concepts[tr]) & set(concepts[te])
+            leaked_i |= set(items[tr]) & set(items[te])
+        curve = _lang_curve(res, lang)
+        acc = curve["balanced_accuracy"]
+        grouping = (info["grouping"] if res is results
+                    else "none (pairs: items and concepts hidden)")
+        rows.append({"folds": name, "run": res.runs["neuro"], "grouping": grouping,
+                     "leaked_items": len(leaked_i), "leaked_concepts": len(leaked_c),
+                     "best_balanced_accuracy": acc.max(), "best_layer": int(acc.idxmax()),
+                     "mean_balanced_accuracy": acc.mean()})
+        curves[name] = curve
+    return pd.DataFrame(rows).set_index("folds"), curves
+
+
+def exercise_model(results, device="auto", dtype="auto", load: bool | None = None):
+    """The model an exercise runs by hand: the one ``results`` loaded (a run computed here),
+    else it loaded by name, except from a store a repository ships (``shipped.json``: the book's
+    ``store/``), where nothing was computed and the book loads no model (``load=True`` loads it
+    there too; ``load=False`` never loads).
+
+    Returns:
+        a :class:`~xcomps_utils.lm.models.LanguageModel`, or ``None`` (not loaded).
+    """
+    if results.model is not None:
+        return results.model
+    from ..runs.store import SHIPPED
+
+    if load is None:
+        load = not (results.store.root / SHIPPED).is_file()
+    if not load:
+        return None
+    from ..lm.models import load_model
+
+    rid = next(iter(results.runs.values()))
+    return load_model(results.store.run(rid).record["key"]["model"], device=device, dtype=dtype)
 
 
 def policy_flips(wide: pd.DataFrame) -> pd.DataFrame:
