@@ -191,6 +191,7 @@ def test_resource_trend_reaches_supported_and_contradicted_and_is_decidable_on_1
     assert r17.verdict == "supported"
 
 
+@pytest.mark.slow  # a simulation over many data sets (issue 29)
 def test_resource_trend_null_rate_power_and_the_family_trap():
     typ = _typology53()
     rng = np.random.default_rng(1)
@@ -217,6 +218,7 @@ def test_resource_trend_null_rate_power_and_the_family_trap():
     assert np.mean(hits) >= 0.8 - 3 * math.sqrt(0.16 / 100)
 
 
+@pytest.mark.slow  # a simulation over many data sets (issue 29)
 def test_resource_trend_equivalence_is_reachable_and_rarely_wrong_at_the_margin():
     """The equivalence branch (the permutation test inverted at ±0.05 per tier step): a zero
     slope over 53 precisely measured languages is shown equivalent; one of exactly the margin is
@@ -238,6 +240,7 @@ def test_resource_trend_equivalence_is_reachable_and_rarely_wrong_at_the_margin(
     assert bare.verdict == "inconclusive" and not np.isfinite(bare.p_equivalent)
 
 
+@pytest.mark.slow  # a simulation over many data sets (issue 29)
 def test_morphology_trend_over_a_share_falls_into_no_family_trap():
     """The trap of the morphology trend over 53 languages: the families richest in bound
     inflection (Uralic, Turkic, Japanese, Korean here) are also less well known, with no slope
@@ -403,6 +406,7 @@ def test_morphology_trend_equivalence_over_a_share_is_reachable_and_rarely_wrong
     assert "analytic 0 to agglutinative 1" in types.measure
 
 
+@pytest.mark.slow  # a simulation over many data sets (issue 29)
 def test_methods_track_null_with_shared_family_effects_and_power():
     typ = _typology53()
     rng = np.random.default_rng(6)

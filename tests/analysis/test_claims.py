@@ -99,6 +99,7 @@ def test_bootstrap_p_values_agree_with_the_interval():
     assert t.p_supported + t.p_contradicted == pytest.approx(1.0, abs=0.01)
 
 
+@pytest.mark.slow  # a simulation over many data sets (issue 29)
 def test_holm_keeps_the_family_wise_error_at_nominal():
     # 15 true nulls per family (accuracy 0.5 on 40 items): uncorrected, some test of a family
     # is decided far more often than 5%; Holm keeps it near 5%.
@@ -137,6 +138,7 @@ def test_too_few_items_for_a_bootstrap_verdict():
     assert perplexity_paper.above_chance(twenty, "t", n_boot=200).verdict == "supported"
 
 
+@pytest.mark.slow  # a simulation over many data sets (issue 29)
 def test_the_bootstrap_minimum_is_where_the_percentile_interval_holds_its_size(monkeypatch):
     # English advantage under its null (no English effect; items differ, sd 1.5 logits): with
     # the minimum lifted, a 10-item bootstrap decides about twice as often as nominal 5%
@@ -289,6 +291,7 @@ def test_ties_and_near_ties_are_not_decisions():
 
 # --- items as the unit ---------------------------------------------------------------------------
 
+@pytest.mark.slow  # a simulation over many data sets (issue 29)
 def test_english_advantage():
     up = _xcomps(lambda l, *a: 0.9 if l == "en" else 0.6, n_items=60)
     t = xcomps_paper.english_advantage(up, n_boot=400)
@@ -309,6 +312,7 @@ def test_english_advantage():
 LANGS60 = [("en", "analytic", "high")] + [(f"l{i:02d}", "inflected", "medium") for i in range(59)]
 
 
+@pytest.mark.slow  # a simulation over many data sets (issue 29)
 def test_english_rank_is_a_claim_about_languages():
     # English far above the others: the items-level claim is decided, the language-level one
     # cannot be with 7 languages (smallest p 1/7), and says so with its description
@@ -337,6 +341,7 @@ def test_english_rank_is_a_claim_about_languages():
     assert np.isin(items, ["supported", "contradicted"]).mean() > 0.3
 
 
+@pytest.mark.slow  # a simulation over many data sets (issue 29)
 def test_subtle_negatives_harder():
     easy_random = _xcomps(lambda *a: 0.95 if a[3] == "random" else 0.6, n_items=80)
     t = xcomps_paper.subtle_negatives_harder(easy_random, n_boot=500)
@@ -371,6 +376,7 @@ def test_type_claims_cannot_be_decided_with_the_books_seven_languages():
     assert r.verdict == "cannot be decided" and r.smallest_p == pytest.approx(1 / 3)
 
 
+@pytest.mark.slow  # a simulation over many data sets (issue 29)
 def test_morphology_trend_over_eighteen_languages():
     down = _xcomps(lambda l, m, *a: LEVEL[m], langs=LANGS18, lang_sd=0.1)
     t = xcomps_paper.morphology_trend(down, n_boot=300)
@@ -407,6 +413,7 @@ def _cells(rng, langs, types_effect, coupling, noise=0.03):
     return pd.DataFrame(rows)
 
 
+@pytest.mark.slow  # a simulation over many data sets (issue 29)
 def test_direct_tracks_neuro_within_types():
     rng = np.random.default_rng(0)
     langs, fx = list("abcdefg"), [0.0, 0.02, 0.05, 0.2]
@@ -636,6 +643,7 @@ def test_findings_table_and_counts_read_what_the_pages_printed(tmp_path, monkeyp
     assert claims.findings_markdown(rows.iloc[:0]) == ""
 
 
+@pytest.mark.slow  # a simulation over many data sets (issue 29)
 def test_resource_trend_over_eighteen_languages():
     up = _xcomps(lambda l, m, r, t: 0.8 if r == "high" else 0.65, langs=LANGS18, lang_sd=0.1)
     t = xcomps_paper.resource_trend(up, n_boot=200)

@@ -116,6 +116,7 @@ def _typed(rng, langs, kind, n_items=40, flip=0.1, shared=0.0):
                                 pattern[kind[l]]) for l in langs}, n_items)
 
 
+@pytest.mark.slow  # a simulation over many data sets (issue 29)
 def test_agreement_follows_type_is_a_language_level_test_over_eighteen_languages():
     from xcomps_utils.pairs import xcomps
 

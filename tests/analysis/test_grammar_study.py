@@ -192,6 +192,7 @@ def test_pivot_claims_reach_every_outcome():
     assert {x.verdict for x in t.values()} == {"cannot be decided"}
 
 
+@pytest.mark.slow  # a simulation over many data sets (issue 29)
 def test_pivot_claims_rarely_decide_a_true_null():
     """Pivot share 1/2 on average and a pivot that wins half its comparisons: over 100
     simulated languages of 40 pairs, the claims are decided at about the 5% level."""

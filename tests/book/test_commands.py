@@ -388,7 +388,7 @@ def test_printed_command_runs_from_a_clean_checkout(block, data_dir):
     check_block(block)
 
 
-def test_the_pages_print_commands_of_every_kind():
+def test_the_pages_print_commands_of_every_kind(data_dir):
     """The extraction finds what the pages print (a checker that finds nothing passes)."""
     found = [str(c) for b in ALL for c in b.commands]
     assert any(c.startswith("README.md:") and c.endswith(

@@ -144,7 +144,7 @@ def test_deciding_sizes_say_decided_how_many_more_or_why_never(tmp_path, monkeyp
                                             "(the page's size planning says how many)")
 
 
-def test_findings_sizes_reads_what_the_xcomps_sample_holds_and_counts_the_outcomes():
+def test_findings_sizes_reads_what_the_xcomps_sample_holds_and_counts_the_outcomes(data_dir):
     """The page's table: an XCOMPS item claim needing more than the sample's 30 items is
     undecidable on the sample; Direct ~ Neuro needs more languages than any benchmark has; a
     BMLAMA resource trend would need an equivalence test; the sentence counts each outcome."""

@@ -176,7 +176,7 @@ def test_values_known_from_the_data_are_checked(data_dir):
         params.check({**x, "methods": ["direct", "token_ppl"]}, "xcomps_results")
 
 
-def test_a_name_papermill_injected_must_be_declared():
+def test_a_name_papermill_injected_must_be_declared(data_dir):
     """papermill only warns about ``-p n_pair 5``; the chapter refuses it, with a did-you-mean.
     The injected cell is read from IPython's ``In``, as papermill writes it."""
     injected = PythonTranslator.codify({"n_pair": 5}, comment="Parameters")

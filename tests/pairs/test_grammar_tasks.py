@@ -237,7 +237,7 @@ def test_pivotal_spans_for_every_pair_of_a_sample(data_dir, name):
         assert not any(" " in r.good[s:e] for r in pairs.itertuples() for s, e in r.good_pivots)
 
 
-def test_turblimp_pivots_are_the_cues_where_the_sentence_has_them():
+def test_turblimp_pivots_are_the_cues_where_the_sentence_has_them(data_dir):
     pairs = _load("turblimp:binding")
     extra = pairs["extra"].map(json.loads)
     cue = extra.map(lambda e: e["pivot_source"] == "cue")
@@ -250,7 +250,7 @@ def test_turblimp_pivots_are_the_cues_where_the_sentence_has_them():
     assert r.good[s:t].lower() == e["good_cue"].lower()
 
 
-def test_hebrew_article_join():
+def test_hebrew_article_join(data_dir):
     assert grammar.join_hebrew_article("ה מלצר ליד ה שחקנים רוקד") == "המלצר ליד השחקנים רוקד"
     assert grammar.join_hebrew_article("הם רוקדים") == "הם רוקדים"
     pairs = tasks.sample(["clams:he:prep_anim", "clams:en:prep_anim"], 5)

@@ -389,3 +389,57 @@ def sample_pairs(pairs: pd.DataFrame, n: int | None, seed: int = 0,
 
 class SmallSampleWarning(UserWarning):
     """A sample has fewer pairs or items than asked for."""
+
+
+# --------------------------------------------------------------------------- before a build
+
+#: The datasets a build of the book reads (the XCOMPS chapters read the sample shipped in
+#: ``data/sample/``; upstream XCOMPS is read only when a reader asks for it).
+BOOK_DATASETS = ("blimp", "crows_pairs", "dust", "clams", "turblimp", "sling", "rublimp",
+                 "multiblimp", "bmlama", "wals", "glottolog")
+
+
+def check_available(datasets=BOOK_DATASETS, timeout: float = 5.0) -> None:
+    """Before a build: are the data files there, or can they be fetched? Cheap (no checksum:
+    every read verifies its file): with ``$XCOMPS_DATA_DIR`` set, each dataset's folder must be
+    in it; unset, a file missing from :func:`xcomps_utils.paths.data_home` must be reachable at
+    its pinned URL within ``timeout`` seconds (one request).
+
+    Raises:
+        DataError: one line naming ``XCOMPS_DATA_DIR``, the folder or file, and what to do.
+    """
+    root = paths.data_dir()
+    if root:
+        missing = [manifest(d)["folder"] for d in datasets
+                   if not (Path(root) / manifest(d)["folder"]).is_dir()]
+        if missing:
+            raise DataError(f"XCOMPS_DATA_DIR={root} has no {', '.join(m + '/' for m in missing)}"
+                            f" folder: point XCOMPS_DATA_DIR at a folder holding "
+                            f"{', '.join(manifest(d)['folder'] + '/' for d in datasets)} (README)")
+        return
+    for d in datasets:
+        meta = manifest(d)
+        absent = [f for f in meta["files"] if not (data_home() / meta["folder"] / f).exists()]
+        if not absent:
+            continue
+        f = absent[0]
+        url = meta["url_template"].format(commit=meta["commit"], file=f,
+                                          path=meta.get("upstream_paths", {}).get(f, f))
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"),
+                                        timeout=timeout):
+                return  # online: the files download as they are read
+        except OSError as exc:
+            raise DataError(f"XCOMPS_DATA_DIR is not set and {len(absent)} file(s) of {d} are "
+                            f"not in {data_home() / meta['folder']} nor downloadable ({url}: "
+                            f"{getattr(exc, 'reason', exc)}): set XCOMPS_DATA_DIR to a folder "
+                            f"holding the datasets (README, first lines)") from exc
+
+
+if __name__ == "__main__":  # make book, make smoke: python -m xcomps_utils.pairs.data
+    import sys
+
+    try:
+        check_available()
+    except DataError as err:
+        sys.exit(f"data: {err}")
