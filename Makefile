@@ -250,7 +250,7 @@ test: install-dev
 AUDIT_STORE ?= store
 AUDIT_SAMPLE ?=
 AUDIT_PAIRS ?= 12
-AUDIT_SEED ?= $(shell c=$$(git rev-parse --short=8 HEAD 2>/dev/null) && echo $$((0x$$c)) || echo 0)
+AUDIT_SEED ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null | cut -c1-8) && [ -n "$$c" ] && echo $$((0x$$c)) || echo 0)
 audit: install
 	@if [ -d $(AUDIT_STORE)/runs ]; then \
 	  echo "audit: seed $(AUDIT_SEED) (commit $$(git rev-parse --short=8 HEAD 2>/dev/null || echo none))"; \

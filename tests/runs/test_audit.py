@@ -97,11 +97,20 @@ def test_the_float32_rule_follows_the_mkl_mode_of_both_computations():
     assert pinned.name(7).startswith("FLOAT32_TOKEN_TOLERANCE (both computed with MKL_CBWR=")
     before = A._Precision("float32", "smollm2-135m-instruct", None, MKL_CBWR)
     spread = P.FLOAT32_KERNEL_SPREAD_BY_MODEL["smollm2-135m-instruct"]
-    assert before.lp(1) == pytest.approx(max(spread, FLOAT32_GAP_BY_MODEL["smollm2-135m-instruct"]))
-    assert "FLOAT32_KERNEL_SPREAD_BY_MODEL['smollm2-135m-instruct']" in before.name(1)
+    gap = FLOAT32_GAP_BY_MODEL["smollm2-135m-instruct"]
+    # the kernels' spread is one token's (the first after BOS): once a text, plus the gap a token
+    assert before.lp(1) == pytest.approx(spread + gap)
+    assert before.lp(20) == pytest.approx(spread + 20 * gap)
+    assert before.lp(20, texts=2) == pytest.approx(2 * spread + 20 * gap)
+    assert "FLOAT32_KERNEL_SPREAD_BY_MODEL['smollm2-135m-instruct'] (0.01) a text" in before.name(1)
     assert "stored in MKL mode unrecorded, recomputed in AVX2,STRICT" in before.name(1)
     off = A._Precision("float32", "x", MKL_CBWR, "OFF")  # recomputed unpinned: not exact either
-    assert off.lp(1) == pytest.approx(P.FLOAT32_KERNEL_SPREAD_DEFAULT)
+    assert off.lp(1) == pytest.approx(P.FLOAT32_KERNEL_SPREAD_DEFAULT + P.FLOAT32_GAP_DEFAULT)
+    gpu = A._Precision("float32", "x", MKL_CBWR, MKL_CBWR, device="cuda")  # MKL pins CPUs only
+    assert not gpu.pinned and gpu.per_text > 0
+    sample = A._Precision("float32", "x", MKL_CBWR, MKL_CBWR, sample=True)  # other prefix groups
+    assert sample.lp(3) == pytest.approx(3 * P.FLOAT32_LENGTH_TOLERANCE)
+    assert sample.name(3).startswith("FLOAT32_LENGTH_TOLERANCE (pinned, a pair sample")
     assert A._Precision("bfloat16", "x", MKL_CBWR, MKL_CBWR).lp(3) == P.BF16_PAIR_TOLERANCE
 
 

@@ -90,7 +90,8 @@ import pandas as pd
 from .. import MKL_CBWR
 from ..lm.precision import (BF16_PAIR_TOLERANCE, FLOAT32_GAP_BY_MODEL, FLOAT32_GAP_DEFAULT,
                             FLOAT32_KERNEL_SPREAD_BY_MODEL, FLOAT32_KERNEL_SPREAD_DEFAULT,
-                            FLOAT32_TOKEN_TOLERANCE, dtype_name, mkl_mode)
+                            FLOAT32_LENGTH_TOLERANCE, FLOAT32_TOKEN_TOLERANCE, dtype_name,
+                            mkl_mode)
 from ..methods.registry import METHODS
 from . import execute, planner
 from .store import MEASURE_COLUMNS, Store, StoreError
@@ -317,33 +318,45 @@ class _Precision:
       ``BF16_PAIR_TOLERANCE`` whatever the tokens."""
 
     def __init__(self, dtype: str, model: str | None, stored_mode: str | None = None,
-                 mode: str | None = None):
+                 mode: str | None = None, device: str = "cpu", sample: bool = False):
         self.dtype, self.model = dtype_name(dtype), model
         self.float32 = self.dtype in ("float32", "float64")
         mode = mkl_mode() if mode is None and self.dtype == "float32" else mode
-        self.pinned = stored_mode == MKL_CBWR and mode == MKL_CBWR
-        if self.dtype == "float32" and self.pinned:
+        # MKL pins a CPU's products only; a GPU's float32 kernels are not batch-invariant
+        self.pinned = stored_mode == MKL_CBWR and mode == MKL_CBWR and device == "cpu"
+        self.per_text = 0.0
+        if self.dtype == "float32" and self.pinned and sample:
+            # a pair sample forms other prefix groups than its shard: a shared prefix is then
+            # scored as a sequence of another length (FLOAT32_LENGTH_TOLERANCE)
+            self.constant = ("FLOAT32_LENGTH_TOLERANCE (pinned, a pair sample: other prefix "
+                             "groups than the shard's)")
+            self.per_token = FLOAT32_LENGTH_TOLERANCE
+        elif self.dtype == "float32" and self.pinned:
             self.constant = f"FLOAT32_TOKEN_TOLERANCE (both computed with MKL_CBWR={MKL_CBWR})"
             self.per_token = FLOAT32_TOKEN_TOLERANCE
         elif self.dtype == "float32":
-            spread = FLOAT32_KERNEL_SPREAD_BY_MODEL.get(model, FLOAT32_KERNEL_SPREAD_DEFAULT)
-            gap = FLOAT32_GAP_BY_MODEL.get(model, FLOAT32_GAP_DEFAULT)
+            # the kernels' spread is one token's (the first after BOS, where SmolLM2 builds its
+            # massive activation; 99.9% of tokens are within the model's gap): once a text, plus
+            # the gap a token
+            self.per_text = FLOAT32_KERNEL_SPREAD_BY_MODEL.get(model, FLOAT32_KERNEL_SPREAD_DEFAULT)
             named = (f"FLOAT32_KERNEL_SPREAD_BY_MODEL[{model!r}]"
                      if model in FLOAT32_KERNEL_SPREAD_BY_MODEL else "FLOAT32_KERNEL_SPREAD_DEFAULT")
-            self.constant = (f"{named} (stored in MKL mode {stored_mode or 'unrecorded'}, "
-                             f"recomputed in {mode})")
-            self.per_token = max(spread, gap)
+            gap = ("FLOAT32_GAP_BY_MODEL" if model in FLOAT32_GAP_BY_MODEL
+                   else "FLOAT32_GAP_DEFAULT")
+            self.constant = (f"{named} ({self.per_text:g}) a text + {gap} (stored in MKL mode "
+                             f"{stored_mode or 'unrecorded'}, recomputed in {mode})")
+            self.per_token = FLOAT32_GAP_BY_MODEL.get(model, FLOAT32_GAP_DEFAULT)
         elif self.dtype == "float64":
             self.constant, self.per_token = "FLOAT32_TOKEN_TOLERANCE", FLOAT32_TOKEN_TOLERANCE
         else:
             self.constant, self.per_token = "BF16_PAIR_TOLERANCE", None
 
-    def lp(self, n) -> np.ndarray:
-        """nats: the tolerance of a log-probability over ``n`` tokens."""
+    def lp(self, n, texts=1) -> np.ndarray:
+        """nats: the tolerance of a log-probability over ``n`` tokens of ``texts`` texts."""
         n = np.asarray(n, dtype=np.float64)
         if self.per_token is None:
             return np.full(n.shape, BF16_PAIR_TOLERANCE)
-        return self.per_token * n
+        return self.per_token * n + self.per_text * np.asarray(texts, dtype=np.float64)
 
     def name(self, n, what: str = "") -> str:
         """The rule's name: ``<constant> (<value>) x <n> tokens<what>`` (``n`` ``None``: per
@@ -356,9 +369,9 @@ class _Precision:
         n = int(n) if float(n).is_integer() else n
         return f"{head} x {n} token{'s' * (n != 1)}{what}"
 
-    def rel(self, n) -> np.ndarray:
+    def rel(self, n, texts=1) -> np.ndarray:
         """Relative tolerance of ``exp`` of a log-probability over ``n`` tokens."""
-        u = self.lp(n)
+        u = self.lp(n, texts)
         return np.expm1(u) * np.exp(u)
 
     def state_rtol(self) -> float:
@@ -520,10 +533,11 @@ def _p_value_bounds(draws: dict, n_min: dict) -> dict:
     (a balanced accuracy): the draws that can cross the observed score are those within ``2 d``
     of it, so ``p_permutation`` moves by at most their count over ``B + 1``. ``p_adjusted``
     (max-T over the pooled groups, :func:`xcomps_utils.methods.probing.joint_permutation_test`)
-    counts the draws whose largest standardised score lies within ``2 d_g / s_g + max_j 2 d_j /
-    s_j`` of the group's observed standardised score (``s``: a group's standard deviation over
-    its ``B + 1`` values; a score moving by ``d`` moves its standardised value by at most about
-    ``2 d / s``); ``p_pooled``, their smallest, by the largest of those bounds in the pool.
+    counts the draws whose largest standardised score lies within ``(2 + |z_g|) d_g / s_g +
+    max_j (2 + |z_bj|) d_j / s_j`` of the group's observed standardised score ``z_g`` (``s``: a
+    group's standard deviation over its ``B + 1`` values; a value moving by ``d`` moves its
+    standardised value by at most about ``(2 + |z|) d / s``: its own move, the mean's and the
+    standard deviation's); ``p_pooled``, their smallest, by the largest of those bounds.
 
     Returns:
         ``{group key: {"p_permutation": t, "p_adjusted": t, "p_pooled": t}}``."""
@@ -541,13 +555,17 @@ def _p_value_bounds(draws: dict, n_min: dict) -> dict:
         allv = np.column_stack([np.concatenate([[draws[k]["observed"]], draws[k]["draws"]])
                                 for k in keys])
         sd = allv.std(axis=0)
+        d = np.array([0.5 / n_min[k] for k in keys])
         with np.errstate(invalid="ignore", divide="ignore"):
             z = np.where(sd > 0, (allv - allv.mean(axis=0)) / sd, 0.0)
-            move = np.where(sd > 0, 2 * np.array([0.5 / n_min[k] for k in keys]) / sd, 0.0)
+            # a value moved by d moves its standardised value by up to (2 + |z|) d / s: its own
+            # move, the mean's and the standard deviation's
+            move = np.where(sd > 0, (2 + np.abs(z)) * d / sd, 0.0)
         top = z[1:].max(axis=1)
+        top_move = move[1:].max(axis=1)
         tols = []
         for j, k in enumerate(keys):
-            band = move[j] + move.max()
+            band = move[0, j] + top_move
             t = float((np.abs(top - z[0, j]) <= band + 1e-12).sum()) / len(allv)
             out[k]["p_adjusted"] = t
             tols.append(t)
@@ -608,11 +626,12 @@ def _measure_rules(method: str, new: pd.DataFrame, prec: _Precision, ctx: dict):
             if measure in n:
                 def tol(rows):
                     tokens = np.array([n[measure](k) for k in _pair_key(rows)], np.float64)
+                    texts = 2 if measure in ("delta", "answer_mass") else 1
                     if measure == "answer_mass":
-                        return (prec.rel(tokens) * rows["value"].abs().to_numpy(),
+                        return (prec.rel(tokens, texts) * rows["value"].abs().to_numpy(),
                                 lambda j: prec.name(tokens[j], ", through exp (probability "
                                                                "mass)"))
-                    return prec.lp(tokens), lambda j: prec.name(tokens[j])
+                    return prec.lp(tokens, texts), lambda j: prec.name(tokens[j])
                 return tol
             return None  # equal
         return rule
@@ -923,9 +942,10 @@ def _job(store: Store, unit: dict, job: dict, device: str, unshipped: bool, log)
     rid, method = unit["run"], unit["method"]
     record = store.run(rid).record
     key = record["key"]
-    prec = _Precision(key.get("dtype", "float32"), key.get("model"),
-                      (record.get("provenance") or {}).get("mkl_cbwr"))
     subset = job.get("pairs")
+    prec = _Precision(key.get("dtype", "float32"), key.get("model"),
+                      (record.get("provenance") or {}).get("mkl_cbwr"),
+                      device=str(key.get("device", "cpu")), sample=subset is not None)
     with tempfile.TemporaryDirectory(prefix="xcomps-audit-") as d:
         tmp = _setup(store, Path(d), rid, job["link"])
         problems = [{"run": rid, "shard": n, "file": f"runs/{rid}/done/{n}",
@@ -1069,6 +1089,11 @@ def audit(store: str | os.PathLike | Store, sample: int | None = None, seed: int
     return out
 
 
+#: The audit's rules, as a journal line records them: a line written under other rules (or
+#: another MKL mode) does not count as audited. Change it with the tolerances.
+_RULES = "issue-41.2"
+
+
 def _unit_digest(store: Store, unit: dict) -> tuple:
     """``(run, label, SHA-256 of the done markers the unit reads)``: a unit whose stored files
     changed is another unit."""
@@ -1090,14 +1115,15 @@ def _journal_read(journal, store: Store) -> set:
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip():
             r = json.loads(line)
-            out.add((r["run"], r["shard"], r["markers_sha256"]))
+            if r.get("mkl_cbwr") == mkl_mode() and r.get("rules") == _RULES:
+                out.add((r["run"], r["shard"], r["markers_sha256"]))
     return out
 
 
 def _journal_add(journal, store: Store, unit: dict, seconds: float) -> None:
     rid, label, digest = _unit_digest(store, unit)
     line = json.dumps({"run": rid, "shard": label, "markers_sha256": digest,
-                       "seconds": round(seconds, 1), "mkl_cbwr": mkl_mode(),
+                       "seconds": round(seconds, 1), "mkl_cbwr": mkl_mode(), "rules": _RULES,
                        "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     with open(journal, "a", encoding="utf-8") as f:
         f.write(line + "\n")

@@ -443,7 +443,8 @@ def _ship_check(st, dest, chosen: list[str], seed: int) -> None:
         return
     _quiet_loading()
     candidates = A.units(st, set(), new)
-    n = max(len(new), A.ship_sample_size(len(candidates))) if candidates else 0
+    # one shard a run, then a uniform draw of the size that finds 1 bad shard in 20
+    n = len(new) + A.ship_sample_size(len(candidates)) if candidates else 0
     click.echo(f"ship: checking {min(n, len(candidates))} of the {len(candidates)} shard(s) of "
                f"{len(new)} run(s) to ship, recomputed (seed {seed}; 1 wrong shard in 20 would "
                f"show with probability >= 0.99)", err=True)
