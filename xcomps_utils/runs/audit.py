@@ -23,9 +23,11 @@ token and group log-probabilities)          run's ``mkl_cbwr``): ``FLOAT32_TOKEN
                                             n`` (the kernels give the same bits in any batch,
                                             thread count and x86 CPU: a difference is damage);
                                             otherwise (a run computed before the mode was
-                                            pinned) ``FLOAT32_KERNEL_SPREAD_BY_MODEL[model] x n``,
-                                            what different float32 kernels measurably give
-                                            (``benchmarks/kernel_spread.py``); float64
+                                            pinned) ``FLOAT32_KERNEL_SPREAD_BY_MODEL[model]`` a
+                                            text (what different float32 kernels measurably
+                                            give one token, ``benchmarks/kernel_spread.py``) +
+                                            ``FLOAT32_GAP_BY_MODEL[model] x n``; a pinned pair
+                                            sample ``FLOAT32_LENGTH_TOLERANCE x n``; float64
                                             ``FLOAT32_TOKEN_TOLERANCE x n``; a per-token mean
                                             ``x 1``
 a perplexity ``exp(mean surprisal)``        relative, through ``exp``: ``ppl (e^u - 1) e^u``,
