@@ -432,18 +432,6 @@ def test_methods_track_null_with_shared_family_effects_and_power():
     assert np.mean(power) >= 0.8 - 3 * math.sqrt(0.16 / n)
 
 
-def test_mixed_model_recovers_a_slope_and_reads_beside_the_permutation():
-    typ = _typology53()
-    rng = np.random.default_rng(7)
-    fit = B.mixed_model_slope(_values(typ, rng, slope=0.1, family_sd=0.05), typ)
-    assert fit["n_languages"] == 53 and fit["n_families"] == typ.family.nunique()
-    assert fit["slope"] == pytest.approx(0.1, abs=0.04) and fit["p_two_sided"] < 0.01
-    n = 30
-    null = [B.mixed_model_slope(_values(typ, rng, family_sd=0.05), typ)["p_two_sided"] < ALPHA
-            for _ in range(n)]
-    assert np.mean(null) <= _bound(ALPHA, n) + 0.05    # Wald with few families: near nominal
-
-
 def test_minimum_detectable_effect_matches_the_simulated_power():
     from scipy import stats
 

@@ -140,16 +140,23 @@ def test_too_few_items_for_a_bootstrap_verdict():
 
 @pytest.mark.slow  # a simulation over many data sets (issue 29)
 def test_the_bootstrap_minimum_is_where_the_percentile_interval_holds_its_size(monkeypatch):
-    # English advantage under its null (no English effect; items differ, sd 1.5 logits): with
+    # English minus the others' mean, items resampled (the English-advantage test before issue 42),
+    # under its null (no English effect; items differ, sd 1.5 logits): with
     # the minimum lifted, a 10-item bootstrap decides about twice as often as nominal 5%
     # (31 of 300 runs), a 20-item one at nominal (why MIN_BOOTSTRAP_UNITS is 20)
     monkeypatch.setattr(claims, "MIN_BOOTSTRAP_UNITS", 2)
 
+    def gap(m, levels):  # English minus the others' mean, items resampled, languages fixed
+        en = levels.index("en")
+        return m[:, en] - np.nanmean(np.delete(m, en, axis=1), axis=1)
+
     def rate(n, sims=300):
-        v = [xcomps_paper.english_advantage(_xcomps(lambda *a: 0.8, n_items=n, seed=s,
-                                                    item_sd=1.5), n_boot=300).verdict
+        v = [claims.evaluate_claim("english_gap", "English above the others", "gap",
+                                   _xcomps(lambda *a: 0.8, n_items=n, seed=s, item_sd=1.5),
+                                   ("direct_correct", "lang", gap), "property", +1,
+                                   n_boot=300).verdict
              for s in range(sims)]
-        return np.isin(v, ["supported", "contradicted"]).mean()
+        return np.isin(v, ["supported", "contradicted", "negligible"]).mean()
     assert rate(10) > 0.075
     assert rate(20) <= _bound(0.05, 300)
 
@@ -167,6 +174,51 @@ def test_equivalence_is_reachable_and_false_equivalence_stays_at_nominal():
     r = _rates(lambda s: items(0.55, 400, s), lambda d: perplexity_paper.above_chance(
         d, "t", n_boot=300), 150)
     assert r["equivalent"] <= _bound(0.025, 150)
+
+
+def _accuracy_items(acc, n, seed):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"task": "t", "pair_id": np.arange(n).astype(str),
+                         "accuracy": (rng.random(n) < acc).astype(float)})
+
+
+def test_an_effect_inside_the_smallest_of_interest_is_negligible_not_supported():
+    # 0.52 with 6,000 items: the interval excludes 0.5 and lies inside 0.5 ± 0.05
+    t = perplexity_paper.above_chance(_accuracy_items(0.52, 6000, 3), "t", n_boot=400)
+    assert 0 < t.ci_low and t.ci_high < 0.05
+    assert t.verdict == "negligible"
+    assert claims.NEGLIGIBLE in claims.claims_markdown([t])
+    assert "Supported" not in claims.claims_markdown([t])
+    # the same effect where the interval reaches beyond the margin is still supported
+    wide = perplexity_paper.above_chance(_accuracy_items(0.58, 2000, 3), "t", n_boot=400)
+    assert wide.ci_high > 0.05 and wide.verdict == "supported"
+    # in a family, the adjusted interval decides it: Holm widens it, the verdict follows
+    fam = claims.correct([t, wide], "token-level perplexity, per task")
+    assert fam[0].verdict == ("negligible" if fam[0].adj_high < 0.05 else "supported")
+
+
+def test_the_verdict_is_shown_at_half_and_twice_the_margin_where_it_changes():
+    # 0.535 with 2,000 items: interval about [0.013, 0.057] at 95%
+    t = perplexity_paper.above_chance(_accuracy_items(0.535, 2000, 5), "t", n_boot=400)
+    by = claims.margin_verdicts(t)
+    assert list(by) == [0.025, 0.05, 0.1]
+    assert by[0.05] == t.verdict
+    # a margin below the interval's low end leaves it supported, above its high end negligible
+    assert by[0.025] == ("supported" if t.ci_high > 0.025 else "negligible")
+    assert by[0.1] == "negligible"
+    assert len(set(by.values())) > 1  # supported at ±0.05, negligible at ±0.1
+    assert "depends on the smallest effect of interest" in claims.claims_markdown([t])
+    # without replicates (a verdict file's row) nothing is re-read
+    assert claims.margin_verdicts(replace(t, reps=None)) == {}
+
+
+def test_a_small_true_effect_reads_as_no_effect_of_interest_whatever_the_draw():
+    # the issue's case: a true effect a fifth of the margin used to print "supported" in some
+    # draws and "equivalent" in others; both now say "no effect of the size that matters"
+    r = _rates(lambda s: _accuracy_items(0.51, 4000, s),
+               lambda d: perplexity_paper.above_chance(d, "t", n_boot=300), 60)
+    assert r["supported"] + r["contradicted"] == 0
+    assert r["negligible"] + r["equivalent"] >= 0.9
 
 
 def test_tarone_leaves_out_tests_that_cannot_reach_the_level():
@@ -296,17 +348,18 @@ def test_english_advantage():
     up = _xcomps(lambda l, *a: 0.9 if l == "en" else 0.6, n_items=60)
     t = xcomps_paper.english_advantage(up, n_boot=400)
     assert t.verdict == "supported" and t.effect == pytest.approx(0.3, abs=0.08)
-    assert "translated" in t.caveat and t.unit == "item"
+    assert "translated" in t.caveat and t.unit == "language"
     down = _xcomps(lambda l, *a: 0.5 if l == "en" else 0.8, n_items=60)
     assert xcomps_paper.english_advantage(down, n_boot=400).verdict == "contradicted"
     # null: English like the others, items and (non-English) languages differing
     r = _rates(lambda s: _xcomps(lambda *a: 0.7, n_items=30, seed=s, item_sd=0.8),
                lambda d: xcomps_paper.english_advantage(d, n_boot=400, seed=1), 150)
     assert r["supported"] + r["contradicted"] <= _bound(0.05, 150)
-    # power: +0.15 in English at 30 items
+    # power: +0.15 in English at 30 items, 7 languages: 0.75 measured (0.8 or more when the test
+    # held the languages fixed; the other languages' spread is now part of the null)
     r = _rates(lambda s: _xcomps(lambda l, *a: 0.85 if l == "en" else 0.7, n_items=30, seed=s),
                lambda d: xcomps_paper.english_advantage(d, n_boot=400, seed=1), 60)
-    assert r["supported"] >= 0.8
+    assert r["supported"] >= 0.6
 
 
 LANGS60 = [("en", "analytic", "high")] + [(f"l{i:02d}", "inflected", "medium") for i in range(59)]
@@ -330,15 +383,15 @@ def test_english_rank_is_a_claim_about_languages():
     low = _xcomps(lambda l, *a: 0.3 if l == "en" else 0.7, n_items=30, langs=LANGS60,
                   lang_sd=0.3)
     assert xcomps_paper.english_rank(low, n_boot=200).verdict == "contradicted"
-    # the trap of the items-level claim: languages differ (sd 0.5 logits, about 0.08 accuracy),
-    # English like any other; its items-level claim is decided often (English's own language
-    # effect is real for "these languages"), the language-level claim at most nominally
+    # the trap of the English advantage: languages differ (sd 0.5 logits, about 0.08 accuracy),
+    # English like any other; items resampled with the languages fixed (the test before issue 42)
+    # decided it often; against the other languages' spread, both claims at most nominally
     null = [_xcomps(lambda *a: 0.7, n_items=20, langs=LANGS60, seed=s, lang_sd=0.5)
             for s in range(60)]
     lang = [xcomps_paper.english_rank(d, n_boot=200).verdict for d in null]
     items = [xcomps_paper.english_advantage(d, n_boot=200).verdict for d in null[:30]]
     assert np.isin(lang, ["supported", "contradicted"]).mean() <= _bound(0.05, 60)
-    assert np.isin(items, ["supported", "contradicted"]).mean() > 0.3
+    assert np.isin(items, ["supported", "contradicted"]).mean() <= _bound(0.05, 30)
 
 
 @pytest.mark.slow  # a simulation over many data sets (issue 29)
@@ -506,10 +559,10 @@ def test_markdown_is_one_compact_row_per_claim_with_the_rest_one_click_away():
     t = tests[0]
     # the row: the hypothesis, the verdict, the interval the verdict reads (adjusted in a family
     # of 2), the units and the scope; nothing else is visible
-    assert en[0].startswith("<details><summary>accuracy is higher in English than in the other "
-                            "languages</summary>")
+    assert en[0].startswith("<details><summary>accuracy is higher in English than in a language "
+                            "like the other 6</summary>")
     assert en[1:] == ["**Supported**", f"{t.effect:.2f} [{t.adj_low:.2f}, {t.adj_high:.2f}] *adj.*",
-                      "40 items", "direct"]
+                      "7 languages", "direct"]
     assert (t.adj_low, t.adj_high) != (t.ci_low, t.ci_high)
     assert subtle[1] == "**Inconclusive**" and subtle[2].endswith("*adj.*")
     assert morph[1:4] == ["**Cannot be decided with 7 languages**", f"{tests[2].effect:.2f} "
@@ -521,11 +574,14 @@ def test_markdown_is_one_compact_row_per_claim_with_the_rest_one_click_away():
     # one click away: the measure and the unadjusted interval, the null and the test, the family
     # (role, size, Holm-adjusted p), the caveat; why it cannot be decided; the size that would
     # decide an inconclusive one
-    assert (f"English minus mean other-language accuracy: {t.effect:.2f}, 95% CI "
-            f"[{t.ci_low:.2f}, {t.ci_high:.2f}] (unadjusted; adjusted for the family, the "
-            f"interval the verdict reads: [{t.adj_low:.2f}, {t.adj_high:.2f}]), 40 items") in en[0]
-    assert ("Null: English accuracy equals the other languages' mean; bootstrap over items "
-            "(300 replicates).") in en[0]
+    assert (f"English minus the mean accuracy of the other 6 languages (between-language sd of "
+            f"theirs: 0.032): {t.effect:.2f}, 95% CI [{t.ci_low:.2f}, {t.ci_high:.2f}] "
+            f"(unadjusted; adjusted for the family, the interval the verdict reads: "
+            f"[{t.adj_low:.2f}, {t.adj_high:.2f}]), 7 languages") in en[0]
+    assert ("Null: English is one more language drawn like the other 6 (normal accuracies); "
+            "English against the other 6 languages, t with 5 df") in en[0]
+    assert ("The verdict depends on the smallest effect of interest: inconclusive at ±0.025, "
+            "inconclusive at ±0.05, equivalent at ±0.1.") in subtle[0]
     assert (f"Family: XCOMPS, primary claims (Direct) (confirmatory, 2 tests that can reach the "
             f"level, Holm), adjusted two-sided p {t.p_adjusted:.3f} (level 0.05)") in en[0]
     assert "*Caveat:* the sample was written in English and translated" in en[0]
@@ -678,7 +734,7 @@ def test_mean_claims_reach_both_outcomes_hold_their_null_and_have_power(name):
     from xcomps_utils.analysis import concept_prior as D
 
     if name == "pivotal_direction":
-        col, null = "direction_pivotal_ppl", 0.0
+        col, null = "direction_pivotal_s", 0.0
         run = lambda d: perplexity_paper.pivotal_direction(d, "t", n_boot=300)  # noqa: E731
     elif name == "concept_carries_most":
         col, null = "plain_concept_s", 0.5

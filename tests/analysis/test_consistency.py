@@ -161,7 +161,7 @@ def _langs_typed(rng, n_items=24, langs=("en", "de", "fr", "zh", "vi", "tr", "hu
 
 def _rates(make, fn, n):
     v = [fn(make(s)).verdict for s in range(n)]
-    return {k: v.count(k) / n for k in ("supported", "contradicted")}
+    return {k: v.count(k) / n for k in ("supported", "contradicted", "negligible")}
 
 
 def _bound(n, level=0.05):
@@ -178,7 +178,9 @@ def test_a_type_effect_alone_does_not_make_languages_agree():
     within = _rates(make, run, n)
     assert within["supported"] + within["contradicted"] <= _bound(n)
     pooled = _rates(make, lambda d: run(d, None), 20)
-    assert pooled["supported"] >= 0.5  # the defect the within-type kappa removes
+    # the defect the within-type kappa removes: a side decided (an agreement smaller than the
+    # smallest of interest, 0.1, prints "negligible", still a side decided by the type alone)
+    assert pooled["supported"] + pooled["negligible"] >= 0.5
 
 
 def test_within_type_agreement_reaches_both_outcomes_and_has_power():

@@ -3,7 +3,11 @@ groups, through the package's own functions (``prompt_pair_measures`` then the c
 outcome reachable, the rate of a false decision under the null at most nominal + 3 binomial
 standard errors, power at a stated effect, and the traps of issue 27 (a 2- or 3-token pivot with
 no role; one pivotal token carrying the whole effect among 30 noisy tokens; pivotal tokens doing
-everything, nothing, or pushing the wrong way). Seeded; every simulation is small.
+everything, nothing, or pushing the wrong way), in surprisal units, the claims' unit; then issue 42's
+(a share whose total points nowhere, a merely rarer pivot, a different-word pivot with no role, a
+length-only model against a drawn chance level) on ``perplexity_paper.simulate_groups``. The claims'
+contracts (``perplexity_paper.CONTRACTS``) are run by ``test_claim_contract.py``. Seeded; every
+simulation is small.
 """
 
 import math
@@ -67,8 +71,8 @@ def simulate(n_items=30, seed=0, prompt_pairs=4, n_other=30, piv_tokens=1, piv_o
     return out.assign(n_tokens_correct=out.n_tokens, n_tokens_incorrect=out.n_tokens)
 
 
-def measures(**kw):
-    return PP.prompt_pair_measures(simulate(**kw))
+def measures(unit="s", **kw):
+    return PP.prompt_pair_measures(simulate(**kw), unit=unit)
 
 
 def _rates(make, test, n_sims, offset=0):
@@ -120,10 +124,10 @@ def test_sign_flip_p_enumerates_every_flip():
 
 
 def test_rarely_whole_decides_everything_nothing_and_the_wrong_way_apart():
-    everything = _verdicts(measures(seed=1, piv_shift=1.0))
+    everything = _verdicts(measures(seed=1, n_items=60, piv_shift=1.0))
     nothing = _verdicts(measures(seed=2, rest_shift=0.2))
     wrong = _verdicts(measures(seed=3, piv_shift=-1.0, rest_shift=0.2))
-    more = _verdicts(measures(seed=4, n_items=40, piv_shift=3.0, rest_shift=-0.1))
+    more = _verdicts(measures(seed=4, n_items=40, piv_shift=3.0, rest_shift=-0.04))
     assert everything["pivotal_rarely_whole"] not in ("supported", "contradicted")
     assert nothing["pivotal_rarely_whole"] == "supported"
     assert wrong["pivotal_rarely_whole"] == "supported"
@@ -184,8 +188,8 @@ def test_the_pages_verdicts_flip_with_the_data():
     def page(rest_shift, seed):
         g = pd.concat([simulate(seed=seed, piv_shift=1.0, rest_shift=rest_shift, task="t"),
                        simulate(seed=seed + 1, piv_shift=1.5, task="nonsense")])
-        m = PP.prompt_pair_measures(g)
-        m = m.assign(correct=(m.whole_ppl > 0).astype(float))
+        m = PP.prompt_pair_measures(g, unit="s")
+        m = m.assign(correct=(m.whole_s > 0).astype(float))
         tests = PP.claim_tests(m, n_boot=200)
         line = next(x for x in claims.claims_markdown(tests).splitlines()
                     if x.endswith("| t |") and "pivotal tokens rarely explain" in x)
@@ -194,3 +198,83 @@ def test_the_pages_verdicts_flip_with_the_data():
     alone, line_alone = page(0.0, 10)
     assert with_rest["pivotal_rarely_whole"] == "supported" and "**Supported**" in line_rest
     assert alone["pivotal_rarely_whole"] != "supported" and "**Supported**" not in line_alone
+
+
+# --- surprisal units, a share's denominator, a drawn null and a drawn chance level (issue 42) ---
+
+def test_label_share_and_length_decisions_by_hand():
+    m = pd.DataFrame({"task": "t", "pair_id": ["0", "0", "1", "1"], "wording": "w",
+                      "order": ["good_first", "bad_first"] * 2,
+                      "whole_pivotal_s": [3.0, -1.0, 2.0, -2.0],
+                      "tokens_correct": [5, 5, 4, 6], "tokens_incorrect": [5, 5, 6, 4]})
+    q = PP.label_share(m).set_index("pair_id").label_share
+    assert q["0"] == pytest.approx(2 / 4) and q["1"] == pytest.approx(0.0)  # position cancels
+    pairs = pd.DataFrame({"task": "t", "pair_id": ["0", "1"], "good": ["ab", "abc"],
+                          "bad": ["abc", "ab"]})
+    d = PP.length_decisions(m, pairs)
+    assert d.fewer_tokens_wins.tolist() == [0.5, 0.5, 1.0, 0.0]
+    # pair 0: the good sentence is shorter; good first: the correct prompt's first slot holds it
+    assert d.shorter_first_wins.tolist() == [1.0, 0.0, 0.0, 1.0]
+    assert d.groupby("pair_id").shorter_first_wins.mean().tolist() == [0.5, 0.5]  # by design
+    with pytest.raises(KeyError, match="tokens_correct"):
+        PP.length_decisions(m.drop(columns="tokens_correct"))
+
+
+def test_carries_most_is_not_read_where_the_total_points_nowhere():
+    # the pivot +1 nat, the other tokens against it: a mean total of 0
+    m = PP.prompt_pair_measures(PP.simulate_groups(3, piv_shift=1.0, rest_shift=-2 * PP._HALF),
+                                unit="s")
+    t = PP.pivotal_carries_most(m, "t", n_boot=500)
+    assert t.verdict == "cannot be decided" and "not decided positive" in t.reason
+    fam = claims.correct([t], "token-level perplexity, primary claims")
+    assert fam[0].verdict == "cannot be decided" and fam[0].reason == t.reason
+    ok = PP.prompt_pair_measures(PP.simulate_groups(3, piv_shift=1.0), unit="s")
+    assert PP.pivotal_carries_most(ok, "t", n_boot=500).verdict == "supported"
+
+
+def test_a_merely_rarer_pivot_carries_most_only_in_perplexity_units():
+    # base surprisal 5 for the pivots, 3 for every other word; the same 0.3-nat shift on all
+    g = PP.simulate_groups(0, base=3.0, piv_base=5.0, piv_shift=0.3, rest_shift=0.3)
+    in_ppl = PP.pivotal_carries_most(PP.prompt_pair_measures(g, unit="ppl"), "t", unit="ppl",
+                                     n_boot=500)
+    in_s = PP.pivotal_carries_most(PP.prompt_pair_measures(g, unit="s"), "t", n_boot=500)
+    assert in_ppl.verdict == "supported"  # why ΔPPL is a description only
+    assert in_s.verdict == "contradicted" and in_s.effect < 0.3
+
+
+def test_a_different_word_pivot_with_no_role_wins_the_rank_not_the_claim():
+    m = PP.prompt_pair_measures(PP.simulate_groups(1, fail=4.0, piv_noise=1.5), unit="s")
+    assert m.influence_pivotal_s.mean() > 0.3  # beats same-word tokens: its copy fails
+    assert PP.pivotal_influence(m, "t", n_boot=500, n_perm=999).verdict != "supported"
+    role = PP.prompt_pair_measures(PP.simulate_groups(1, fail=4.0, piv_noise=1.5, piv_shift=1.0),
+                                   unit="s")
+    assert PP.pivotal_influence(role, "t", n_boot=500, n_perm=999).verdict == "supported"
+
+
+def test_above_chance_reads_the_drawn_level():
+    # a length-only model where the correct prompt is shorter in 77% of items (DUST, scored alone)
+    d = PP.length_decisions(PP.simulate_prompt_pairs(0, n_items=60, shorter=0.77))
+    assumed = PP.above_chance(d, "t", accuracy="correct", n_boot=500)
+    drawn = PP.above_chance(d, "t", accuracy="correct", chance="fewer_tokens_wins", n_boot=500)
+    assert assumed.verdict == "supported" and assumed.effect > 0.2
+    assert drawn.verdict != "supported"
+    assert drawn.effect == pytest.approx(d.correct.mean() - d.fewer_tokens_wins.mean())
+    with pytest.raises(KeyError, match="'chance' parameter"):
+        PP.above_chance(d, "t", accuracy="correct", chance="unigram_wins")
+
+
+def test_ppl_reading_is_a_description_beside_the_verdicts():
+    g = pd.concat([PP.simulate_groups(0, piv_shift=1.0, task="t"),
+                   PP.simulate_groups(1, piv_shift=1.0, task="nonsense")])
+    r = PP.ppl_reading(PP.prompt_pair_measures(g, unit="ppl"), n_boot=300)
+    assert "verdict" not in r
+    assert sorted(r.claim[r.scope == "nonsense"]) == ["pivotal_carries_most", "pivotal_direction",
+                                                      "pivotal_influence"]
+    assert (r.ci_low <= r.effect).all() and (r.effect <= r.ci_high).all()
+
+
+def test_every_claim_of_the_module_has_a_contract():
+    fams = [claims.FAMILIES[f] for f in ("token-level perplexity, primary claims",
+                                         "token-level perplexity, per task")]
+    assert sorted(c.claim for c in PP.CONTRACTS) == sorted(c for f in fams for c in f.claims)
+    assert all(c.traps for c in PP.CONTRACTS)

@@ -57,8 +57,8 @@ def test_findings_page_shows_what_the_pages_printed(tmp_path, monkeypatch):
     assert (blimp.verdict, dust.verdict, crows.verdict) == ("supported", "contradicted",
                                                             "cannot be decided")
     # the headline: 3 tests on 2 pages, counted by verdict; the pages that printed nothing named
-    assert ("**3 tests** on 2 pages: 1 supported, 1 contradicted, 0 equivalent, 0 inconclusive, "
-            "1 cannot be decided.") in page
+    assert ("**3 tests** on 2 pages: 1 supported, 1 contradicted, 0 negligible, 0 equivalent, "
+            "0 inconclusive, 1 cannot be decided.") in page
     missing = [p for p in dict.fromkeys(f.chapter for f in claims.FAMILIES.values())
                if p not in tests]
     assert "No verdicts from " + ", ".join(f"`{p}`" for p in missing) in page

@@ -26,6 +26,10 @@ interval), after the family's correction:
 * ``supported``: the effect is on the side the hypothesis predicts;
 * ``contradicted``: it is on the other side, or (for a two-sided hypothesis of *some* effect,
   given ``margin``) within ``±margin`` of no effect (two one-sided tests);
+* ``negligible``: a side is decided, but the interval the verdict reads lies inside
+  ``null ± sesoi``: an effect is shown, and shown smaller than the smallest effect of interest
+  (printed as :data:`NEGLIGIBLE`, never as "supported" or "contradicted": the claim's sentence
+  is about an effect that matters);
 * ``equivalent``: neither side is decided, but the effect is shown to lie within
   ``±sesoi`` of the null, the claim's stated smallest effect of interest (two one-sided tests,
   TOST: Schuirmann, 1987; Lakens, 2017): "no effect that matters", a result, not a failure to
@@ -73,7 +77,8 @@ __all__ = ["ClaimTest", "cluster_bootstrap", "bootstrap_means", "verdict", "eval
            "percentile_interval", "bootstrap_p", "permutation_p", "SESOI",
            "equivalence_p", "MIN_BOOTSTRAP_UNITS", "testable", "verdict_label", "Family",
            "FAMILIES", "declared_family", "family_table", "read_verdicts", "verdict_counts",
-           "findings_markdown", "VERDICT_COLUMNS", "MODEL_PARAMETERS", "deciding_sizes",
+           "findings_markdown", "VERDICT_COLUMNS", "NEGLIGIBLE", "margin_verdicts",
+           "MARGIN_RANGE", "MODEL_PARAMETERS", "deciding_sizes",
            "MOST_LANGUAGES", "SIZE_OUTCOMES", "deciding_sizes_markdown"]
 
 DEFAULT_N_BOOT = 2000
@@ -85,7 +90,11 @@ DEFAULT_N_BOOT = 2000
 MIN_BOOTSTRAP_UNITS = 20
 #: family-wise error rate of a family of tests, two-sided: each side is tested at ALPHA / 2
 ALPHA = 0.05
-VERDICTS = ("supported", "contradicted", "equivalent", "inconclusive", "cannot be decided")
+VERDICTS = ("supported", "contradicted", "negligible", "equivalent", "inconclusive",
+            "cannot be decided")
+#: how "negligible" prints: a side is decided, but the effect is shown smaller than the smallest
+#: of interest (the interval the verdict reads lies inside ``null ± sesoi``)
+NEGLIGIBLE = "smaller than the smallest effect of interest"
 
 
 #: fields of :class:`ClaimTest` a verdict file does not hold (arrays, functions)
@@ -430,9 +439,52 @@ def finish(t: ClaimTest, level: float) -> ClaimTest:
                if t.unit != "language" and t.smallest_p >= 1 else
                f"the smallest p any outcome could give is {t.smallest_p:.3g}, above {level:g}")
         return replace(t, verdict=v, items_needed=None, reason=why)
+    if v in ("supported", "contradicted") and _inside_sesoi(t):
+        v = "negligible"
     need = (items_needed(t.ci_low, t.ci_high, t.n_items, t.sesoi, confidence=t.confidence)
             if v == "inconclusive" and t.unit == "item" else None)
     return replace(t, verdict=v, items_needed=need)
+
+
+def _inside_sesoi(t: ClaimTest) -> bool:
+    """Whether the interval the verdict reads (the family-adjusted one where there is one, else
+    the test's own: a bootstrap's, or a permutation test inverted) lies inside ``null ±
+    sesoi``. A descriptive interval (languages fixed) is not the test and never counts."""
+    if t.sesoi is None or not t.sesoi > 0:
+        return False
+    if t.family_size > 1 and np.isfinite(t.adj_low):
+        low, high = t.adj_low, t.adj_high
+    elif t.reps is not None or _inverted(t) or t.unit != "language":
+        low, high = t.ci_low, t.ci_high
+    else:
+        return False
+    return bool(np.isfinite(low) and np.isfinite(high)
+                and t.null - t.sesoi < low and high < t.null + t.sesoi)
+
+
+#: the margins :func:`margin_verdicts` reads, as multiples of a claim's smallest effect of interest
+MARGIN_RANGE = (0.5, 1.0, 2.0)
+
+
+def margin_verdicts(t: ClaimTest, factors=MARGIN_RANGE) -> dict[float, str]:
+    """The verdict ``t`` would print with its smallest effect of interest (and equivalence margin)
+    at each of ``factors`` times the declared one, the data and the family's correction as they
+    are: where the verdict changes within the range, the page says so beside it. Only a test
+    whose replicates are at hand (a bootstrap on its page) can be re-read; otherwise ``{}``.
+
+    Returns:
+        ``{margin: verdict}``, in the order of ``factors``.
+    """
+    if t.reps is None or t.sesoi is None or not t.sesoi > 0 or t.verdict == "cannot be decided":
+        return {}
+    out = {}
+    level = ALPHA / 2 if t.family_size > 1 and np.isfinite(t.p_adjusted) else (
+        1 - t.confidence) / 2
+    for f in factors:
+        m = t.sesoi * f
+        again = replace(t, sesoi=m, margin=m, p_equivalent=equivalence_p(t.reps, t.null, m))
+        out[m] = finish(again, level).verdict
+    return out
 
 
 def _side_adjusted(t: ClaimTest, side: str) -> float:
@@ -730,6 +782,10 @@ FAMILIES = {f.name: f for f in (
     Family("BMLAMA, primary claims", "bmlama_languages", "confirmatory",
            {"resource_trend": SESOI["slope"], "morphology_trend": SESOI["span"], "english_rank": None,
             "direct_tracks_neuro": None}),
+    # the co-primary measure of the two trends (issue 42): the knowledge in nats; a trend is a
+    # finding only where both measures decide the same side (bmlama_study.coprimary)
+    Family("BMLAMA, primary claims in nats", "bmlama_languages", "confirmatory",
+           {"resource_trend": None, "morphology_trend": None}),
     Family("BMLAMA, other claims", "bmlama_languages", "exploratory",
            {"direct_tracks_meta": None, "consistency_follows_family": None,
             "consistency_follows_script": None}),
@@ -926,6 +982,8 @@ def verdict_label(t: ClaimTest) -> str:
         return f"Cannot be decided with {t.n_items} {t.unit}s"
     if t.verdict == "equivalent":
         return f"Equivalent within ±{t.margin:g}"
+    if t.verdict == "negligible":
+        return f"Negligible: {NEGLIGIBLE} (±{t.sesoi:g})"
     return t.verdict.capitalize()
 
 
@@ -991,10 +1049,18 @@ def _details(t: ClaimTest, digits: int) -> list[str]:
                    f"adjusted two-sided p {_p(t.p_adjusted)} (level {ALPHA}).")
     else:
         out.append(f"Uncorrected p {_p(min(t.p_supported, t.p_contradicted))}.")
+    if t.verdict == "negligible":
+        out.append(f"A side is decided, but the interval the verdict reads lies inside ±{t.sesoi:g} "
+                   f"of {t.null:g}, the smallest effect of interest: an effect is shown, and shown "
+                   f"too small to be the one the claim is about.")
     if t.verdict == "equivalent":
         out.append(f"The effect is shown within ±{t.margin:g} of {t.null:g} (two one-sided "
                    f"tests, p {_p(t.p_equivalent)} uncorrected): no effect of the size that "
                    f"matters.")
+    by_margin = margin_verdicts(t)
+    if len(set(by_margin.values())) > 1:
+        out.append("The verdict depends on the smallest effect of interest: " + ", ".join(
+            f"{v} at ±{m:g}" for m, v in by_margin.items()) + ".")
     if t.caveat:
         out.append(f"*Caveat:* {t.caveat}")
     if t.verdict == "inconclusive":
@@ -1266,7 +1332,7 @@ def deciding_sizes(rows: pd.DataFrame, available: dict | None = None,
     out = []
     for _, row in rows.iterrows():
         v, unit, n = row["verdict"], row["unit"], int(row["n_items"])
-        if v in ("supported", "contradicted", "equivalent"):
+        if v in ("supported", "contradicted", "negligible", "equivalent"):
             outcome, what = "decided", "decided"
         elif v == "inconclusive" and unit == "language":
             k = languages_to_decide.get((row["page"], row["claim"]),

@@ -22,7 +22,7 @@ from .scored import decided_rows
 
 __all__ = ["prior_share", "accuracy_by_type", "prior_favours_acceptable",
            "direct_gains_from_prior", "shuffled_prior_accuracy", "concept_carries_most",
-           "property_above_chance"]
+           "property_above_chance", "simulate_decomposed", "CONTRACTS"]
 
 
 def _decided(d: pd.DataFrame, cols=("direct_correct", "cond_correct")) -> pd.DataFrame:
@@ -303,3 +303,115 @@ def prior_claims(decomposed: pd.DataFrame, languages: list[str], n_boot: int = 2
     return (correct(pooled, "concept prior, pooled", "confirmatory")
             + correct(per_language, "Direct's gain, per language", "exploratory"))
 
+
+
+# --- the claim contract (issue 42): each claim's null, stated effect and trap, simulated -------
+
+def simulate_decomposed(seed: int, prior_mean: float = 0.0, prior_tied: float = 0.0,
+                        exchangeable: bool = False, concept_share: float = 0.5,
+                        concept_base: float = 3.0, cond_shift: float = 0.0, n_items: int = 30,
+                        n_langs: int = 7) -> pd.DataFrame:
+    """One simulated decomposition of XCOMPS pairs (:func:`xcomps_utils.analysis.decompose.
+    decompose_pairs`' columns these claims read), a row per language x item x negative type.
+
+    Knowledge ``K`` (nats; 0.3 plus an item offset, sd 0.5, alike in every language) is read
+    by the continuation, ``cond_delta = K + cond_shift + e`` (``e`` ~ N(0, 1)); the prior is
+    ``prior_mean`` + an item offset (sd 0.3) + ``prior_tied`` times ``e`` + N(0, 1) noise, and
+    ``delta = cond_delta + prior_delta``. ``exchangeable``: Direct and conditional Direct are
+    two equally noisy readings of ``K`` (``delta = K + prior_mean + e'``), what
+    :func:`direct_gains_from_prior`'s null says. The surprisal differences of the concept and
+    the property groups (per token sums over 3 tokens each, base surprisal ``concept_base``
+    and 3 nats a token) share ``|delta|`` as ``concept_share`` to ``1 - concept_share`` plus
+    mean-zero noise; ``plain_concept_s`` is the concept's plain proportion of them.
+    """
+    rng = np.random.default_rng(seed)
+    n_t = 4
+    n = n_langs * n_items * n_t
+    item = np.tile(np.repeat(np.arange(n_items), n_t), n_langs)
+    know = 0.3 + rng.normal(0, 0.5, n_items)[item]
+    e = rng.normal(size=n)
+    cond = know + cond_shift + e
+    if exchangeable:
+        delta = know + prior_mean + rng.normal(size=n)
+    else:
+        delta = cond + prior_mean + rng.normal(0, 0.3, n_items)[item] + prior_tied * e \
+            + rng.normal(size=n)
+    # surprisal of each group in both sentences: the base cancels in their difference
+    base_c, base_p = 3 * concept_base, 3 * 3.0
+    d_c = concept_share * delta + rng.normal(0, 0.5, n)
+    d_p = (1 - concept_share) * delta + rng.normal(0, 0.5, n)
+    s_good_c, s_good_p = base_c + rng.normal(0, 1, n), base_p + rng.normal(0, 1, n)
+    dc, dp = (s_good_c + d_c) - s_good_c, (s_good_p + d_p) - s_good_p
+    with np.errstate(invalid="ignore"):
+        plain = np.abs(dc) / (np.abs(dc) + np.abs(dp))
+    return pd.DataFrame({
+        "lang": np.repeat([f"l{k}" for k in range(n_langs)], n_items * n_t),
+        "property": [f"p{i}" for i in item],
+        "negative_sample_type": np.tile(["taxonomic", "overlap", "co-occurrence", "random"],
+                                        n_langs * n_items),
+        "delta": delta, "cond_delta": cond, "prior_delta": delta - cond,
+        "direct_correct": (delta > 0).astype(float), "cond_correct": (cond > 0).astype(float),
+        "plain_concept_s": plain})
+
+
+def _control(seed: int, level: float, n_items: int = 30, n_langs: int = 7) -> pd.DataFrame:
+    """Simulated mismatched-continuation pairs for :func:`property_above_chance`: conditional
+    Direct right with probability ``level`` (a chance level drawn, not 0.5), items as in
+    :func:`simulate_decomposed`."""
+    rng = np.random.default_rng(seed + 10 ** 6)
+    n = n_langs * n_items * 4
+    item = np.tile(np.repeat(np.arange(n_items), 4), n_langs)
+    return pd.DataFrame({"property": [f"p{i}" for i in item],
+                         "cond_correct": (rng.random(n) < level).astype(float)})
+
+
+def _at(level: float, seed: int, n_items: int = 30, n_langs: int = 7) -> pd.DataFrame:
+    """Decomposed pairs whose conditional Direct is right with probability ``level``."""
+    d = simulate_decomposed(seed, n_items=n_items, n_langs=n_langs)
+    rng = np.random.default_rng(seed + 2 * 10 ** 6)
+    return d.assign(cond_correct=(rng.random(len(d)) < level).astype(float))
+
+
+def _contracts():
+    from .contract import Contract, Scenario
+
+    n = dict(n_boot=500)
+    sim = lambda f, **k: lambda s: f(simulate_decomposed(s, **k), **n)  # noqa: E731
+    chance = lambda pairs, ctrl: lambda s: property_above_chance(  # noqa: E731
+        _at(pairs, s), control=_control(s, ctrl), **n)
+    return [
+        Contract("prior_favours_acceptable",
+                 null=Scenario("a prior of median 0 (item offsets sd 0.3), independent of the "
+                               "continuation", sim(prior_favours_acceptable)),
+                 effect=Scenario("a prior of mean 0.4 nats (favours the acceptable concept in "
+                                 "about 63% of pairs)", sim(prior_favours_acceptable,
+                                                            prior_mean=0.4)),
+                 traps=(Scenario("a zero-mean prior tied to the continuation (0.8 of its "
+                                 "noise): it changes Direct's accuracy, not the prior's sign",
+                                 sim(prior_favours_acceptable, prior_tied=0.8)),)),
+        Contract("direct_gains_from_prior",
+                 null=Scenario("Direct and conditional Direct two equally noisy readings of "
+                               "the same knowledge", sim(direct_gains_from_prior,
+                                                         exchangeable=True)),
+                 effect=Scenario("Direct's reading shifted 0.5 nats toward the acceptable "
+                                 "concept by its prior", sim(direct_gains_from_prior,
+                                                             exchangeable=True, prior_mean=0.5))),
+        Contract("concept_carries_most",
+                 null=Scenario("concept and property groups share the difference equally, "
+                               "mean-zero surprisal noise on both", sim(concept_carries_most)),
+                 effect=Scenario("the concept carries 70% of the difference",
+                                 sim(concept_carries_most, concept_share=0.7)),
+                 traps=(Scenario("a rarer concept (5 nats a token against 3), the same shift "
+                                 "as the property", sim(concept_carries_most,
+                                                        concept_base=5.0)),)),
+        Contract("property_above_chance",
+                 null=Scenario("the continuation as accurate as another item's (both 0.5)",
+                               chance(0.5, 0.5)),
+                 effect=Scenario("0.65 against a drawn level of 0.55", chance(0.65, 0.55)),
+                 traps=(Scenario("a chance level far from 0.5: both at 0.62 (what a length "
+                                 "preference alone gives)", chance(0.62, 0.62)),)),
+    ]
+
+
+#: the concept-prior claims' contracts (:mod:`xcomps_utils.analysis.contract`)
+CONTRACTS = _contracts()

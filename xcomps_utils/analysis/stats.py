@@ -6,7 +6,8 @@ import pandas as pd
 
 from .claims import bootstrap_means
 
-__all__ = ["wilson_interval", "accuracy_table", "MIN_ITEMS"]
+__all__ = ["wilson_interval", "accuracy_table", "MIN_ITEMS", "length_baseline",
+           "FAR_FROM_CHANCE"]
 
 #: fewer shared items than this and the item bootstrap gives no interval (NaN): see
 #: :data:`xcomps_utils.analysis.claims.MIN_BOOTSTRAP_UNITS`
@@ -89,4 +90,56 @@ def accuracy_table(scored: pd.DataFrame, by: str | list[str] = "task",
         rows.append({**dict(zip(names, key)), "n": len(g), "ties": int(tie.sum()),
                      "near_ties": int(near.sum()), "decided": n, "correct": k,
                      "accuracy": k / n if n else float("nan"), "ci_low": lo, "ci_high": hi})
+    return pd.DataFrame(rows)
+
+
+#: a drawn chance level whose interval lies this far or more from 0.5 makes a task's accuracy
+#: unreadable against 0.5 (the accuracy's smallest effect of interest,
+#: :data:`xcomps_utils.analysis.claims.SESOI`)
+FAR_FROM_CHANCE = 0.05
+
+
+def length_baseline(scored: pd.DataFrame, by: str | list[str] = "task", n_boot: int = 2000,
+                    seed: int = 0, confidence: float = 0.95) -> pd.DataFrame:
+    """The drawn chance level of a sentence-scoring task: the accuracy of a decision by length
+    alone ("the sentence of fewer tokens is the acceptable one", a coin where they have as many),
+    read from the model's own tokenization.
+
+    A summed log-probability falls with every token, so a task whose acceptable sentences are
+    shorter is scored above 0.5 by any model, trained or not (DUST: the acceptable sentence is
+    shorter in about three pairs of four). Its accuracy is then read against this level, not
+    against 0.5.
+
+    Args:
+        scored: one row per pair with ``n_tokens_good`` and ``n_tokens_bad`` (a Direct run's
+            :meth:`wide` table) and the ``by`` columns.
+
+    Returns:
+        one row per group: ``n`` pairs, ``shorter`` / ``equal`` / ``longer`` (share of pairs whose
+        acceptable sentence has fewer / as many / more tokens), ``length_only`` (``shorter +
+        equal / 2``: the expected accuracy of a length-only decision), ``ci_low``, ``ci_high``
+        (its percentile bootstrap interval over pairs), and ``far_from_chance`` (the interval
+        lies :data:`FAR_FROM_CHANCE` or more from 0.5).
+
+    Raises:
+        KeyError: ``n_tokens_good`` or ``n_tokens_bad`` is missing.
+    """
+    missing = [c for c in ("n_tokens_good", "n_tokens_bad") if c not in scored]
+    if missing:
+        raise KeyError(f"length_baseline needs the columns {missing} (a Direct run's wide "
+                       f"table); got {list(scored.columns)}")
+    names = [by] if isinstance(by, str) else list(by)
+    rows = []
+    for key, g in scored.groupby(by, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        diff = (g["n_tokens_bad"] - g["n_tokens_good"]).to_numpy()
+        value = (diff > 0) + 0.5 * (diff == 0)
+        d = pd.DataFrame({"_pair": range(len(g)), "_v": value.astype(float)})
+        est, lo, hi, _ = bootstrap_means(d, "_v", "_pair", None, lambda m, _: m[:, 0],
+                                         n_boot=n_boot, seed=seed, confidence=confidence)
+        far = bool(lo >= 0.5 + FAR_FROM_CHANCE or hi <= 0.5 - FAR_FROM_CHANCE)
+        rows.append({**dict(zip(names, key)), "n": len(g), "shorter": float((diff > 0).mean()),
+                     "equal": float((diff == 0).mean()), "longer": float((diff < 0).mean()),
+                     "length_only": float(est), "ci_low": lo, "ci_high": hi,
+                     "far_from_chance": far})
     return pd.DataFrame(rows)

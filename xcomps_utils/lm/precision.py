@@ -40,7 +40,7 @@ from .. import MKL_CBWR
 #: Model dtypes a run may ask for (``auto``: bfloat16 on CUDA, float32 on CPU).
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 
-__all__ = ["MKL_CBWR", "mkl_mode", "mkl_pinned", "FLOAT32_TOKEN_TOLERANCE", "FLOAT32_LENGTH_TOLERANCE", "FLOAT32_GAP_BY_MODEL",
+__all__ = ["MKL_CBWR", "mkl_mode", "mkl_pinned", "mkl_declined", "cpu_vendor", "FLOAT32_TOKEN_TOLERANCE", "FLOAT32_LENGTH_TOLERANCE", "FLOAT32_GAP_BY_MODEL",
            "FLOAT32_GAP_DEFAULT", "FLOAT32_KERNEL_SPREAD_BY_MODEL", "FLOAT32_KERNEL_SPREAD_DEFAULT",
            "BF16_PAIR_TOLERANCE", "pair_tolerance", "near_ties",
            "dtype_name", "decisions", "DECISIONS"]
@@ -145,6 +145,31 @@ def mkl_mode() -> str:
     code = int(get(-1))
     name = _CBWR_BRANCHES.get(code & ~_CBWR_STRICT & 0xFFFF, str(code & 0xFFFF))
     return name + (",STRICT" if code & _CBWR_STRICT else "")
+
+
+def cpu_vendor() -> str:
+    """The CPU's vendor string (``"GenuineIntel"``, ``"AuthenticAMD"``), ``""`` where
+    ``/proc/cpuinfo`` does not say."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+def mkl_declined() -> bool:
+    """Was the pin asked for (``MKL_CBWR`` is :data:`MKL_CBWR`) and declined by MKL? MKL accepts
+    a named code branch such as ``AVX2`` only on Intel CPUs; on others (AMD EPYC here) it keeps
+    ``AUTO``, with ``STRICT``. Its non-Intel path does not pick kernels by CPU generation, and
+    ``tests/lm/test_batch_invariance.py`` measures on each machine whether a batch moves a row's
+    bits; the audit holds a run made so to the kernels' spread, as an unpinned one."""
+    import os
+
+    return (os.environ.get("MKL_CBWR") == MKL_CBWR and mkl_mode() == "AUTO,STRICT"
+            and cpu_vendor() != "GenuineIntel")
 
 
 def mkl_pinned() -> bool:

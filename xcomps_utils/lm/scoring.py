@@ -53,7 +53,7 @@ from tqdm.auto import tqdm
 from .encoding import (BOS_POLICIES, Encoded, check_texts, context_token, default_token_budget,
                        encode, length_batches, resolve_token_budget)
 from .models import LanguageModel
-from .precision import MKL_CBWR, mkl_mode
+from .precision import MKL_CBWR, cpu_vendor, mkl_declined, mkl_mode
 from .token_scores import token_table, TokenScores
 
 __all__ = ["BOS_POLICIES", "TokenScores", "token_scores", "continuation_scores", "prefix_groups",
@@ -480,6 +480,13 @@ def _warn_unpinned(lm: LanguageModel) -> None:
     mode = mkl_mode()
     if mode not in (MKL_CBWR, "no MKL"):
         _WARNED_UNPINNED.append(mode)
+        if mkl_declined():
+            warnings.warn(
+                f"MKL declines the {MKL_CBWR!r} branch on this {cpu_vendor() or 'non-Intel'} CPU "
+                f"and runs {mode!r}: batch invariance here is what tests/lm/"
+                f"test_batch_invariance.py measures on this machine, and the audit holds runs "
+                f"made so to the kernels' spread", UserWarning, stacklevel=3)
+            return
         warnings.warn(
             f"MKL's reproducible mode is {mode!r}, not {MKL_CBWR!r} (MKL computed before "
             f"xcomps_utils was imported, or MKL_CBWR/XCOMPS_MKL_CBWR set otherwise): batched "

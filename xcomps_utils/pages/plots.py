@@ -18,8 +18,10 @@ __all__ = ["plot_accuracy", "plot_delta_distribution", "plot_token_surprisal",
 
 
 def plot_accuracy(table: pd.DataFrame, model: str, label: str = "task", chance: float | None = 0.5,
-                  ax=None, title: str | None = None):
-    """Horizontal bars of accuracy with their interval (``ci_low``/``ci_high``) per ``label``."""
+                  ax=None, title: str | None = None, drawn: pd.Series | None = None):
+    """Horizontal bars of accuracy with their interval (``ci_low``/``ci_high``) per ``label``;
+    ``drawn``: a drawn chance level per label (e.g. the length-only decision,
+    :func:`xcomps_utils.analysis.stats.length_baseline`), marked on each bar."""
     ax = ax or plt.subplots(figsize=(6.5, 0.55 * len(table) + 1.2))[1]
     y = np.arange(len(table))
     acc = table["accuracy"].to_numpy()
@@ -27,8 +29,13 @@ def plot_accuracy(table: pd.DataFrame, model: str, label: str = "task", chance: 
     ax.barh(y, acc, xerr=err, color="#4c72b0", capsize=4)
     for yi, a, n in zip(y, acc, table["n"]):
         ax.text(0.01, yi, f"{a:.1%} (n={n})", va="center", ha="left", color="white", fontsize=9)
+    if drawn is not None:
+        level = table[label].map(drawn).to_numpy(dtype=float)
+        ax.scatter(level, y, marker="D", color="#dd8452", zorder=3, s=30,
+                   label="length-only decision (drawn chance)")
     if chance is not None:
         ax.axvline(chance, color="0.3", ls="--", lw=1, label=f"chance ({chance:.0%})")
+    if chance is not None or drawn is not None:
         ax.legend(loc="lower right", fontsize=8)
     ax.set_yticks(y, table[label])
     ax.invert_yaxis()
@@ -270,7 +277,8 @@ def plot_probe_layers(by_layer: pd.DataFrame, model: str, by: str = "lang"):
     return fig
 
 
-VERDICT_COLORS = {"supported": "#2a9d8f", "contradicted": "#e76f51", "equivalent": "#e9c46a",
+VERDICT_COLORS = {"supported": "#2a9d8f", "contradicted": "#e76f51", "negligible": "#b5c99a",
+                  "equivalent": "#e9c46a",
                   "inconclusive": "#8d99ae", "cannot be decided": "#c9ccd3"}
 
 
