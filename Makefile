@@ -1,4 +1,5 @@
-# make book: set up .venv, execute every notebook with papermill at the publish sizes (PUBLISH_*),
+# make book: set up .venv, execute every notebook with papermill at the publish sizes (declared in
+#   xcomps_utils/pages/params.py),
 #   reading every run from the shipped results store store/ (no model is loaded when it holds them
 #   all; a changed parameter computes only the missing runs, into store/), render to _build/html.
 # make check: the lint and the fast tier of the tests (no model loaded, no chapter executed), what a
@@ -34,63 +35,14 @@ SIZE ?= default
 EXECUTED ?= book/executed
 STORE ?= results
 
-# Smoke sizes: the same chapters and exercises, through the same papermill parameters, small
-# enough for CI (a few minutes on 2 CPU cores). Values are YAML (papermill -y).
-SMOKE_bmlama_languages = -y '{models: [smollm2-135m-instruct], languages17: [en, fr, vi, zh, ja], languages53: [en, de, fr, vi, zh]}' \
-  -p facts17 2 -p facts53 2 -p methods_model smollm2-135m-instruct -p n_boot 200 -p n_perm 999 \
-  -p store $(STORE)
-SMOKE_direct_scoring = -p n_pairs 6 -p store $(STORE) -p compare_model smollm2-135m-instruct
-SMOKE_findings =
-SMOKE_first_token = -p convention_pairs 12 -p store $(STORE)
-SMOKE_grammar_across_languages = -p items_per_task 2 -p neuro_pairs_per_language 6 -p n_boot 200 \
-  -y '{clams_languages: [en, he], constructions: [simple_agrmt, prep_anim], turblimp: [binding], sling: [zai_le], blimp: [regular_plural_subject_verb_agreement_1], rublimp: [np_agreement_case], multiblimp: [eng, ell], neuro_languages: [en, he], xcomps_languages: [en, de, zh]}' \
-  -p xcomps_items 2 -p store $(STORE)
-SMOKE_reproducibility =
-SMOKE_token_perplexity_method = -p store $(STORE)
-SMOKE_token_perplexity_results = -p items_per_task 2 -p n_boot 200 -p store $(STORE) \
-  -y '{wordings: [grammatical, specified, stereotypical, invented]}'
-SMOKE_xcomps_dataset = -y '{languages: [en, de]}'
-SMOKE_xcomps_results = -p model smollm2-135m-instruct -p items_per_language 5 -y '{languages: [en, de]}' \
-  -p n_boot 200 -p store $(STORE)
-SMOKE_xcomps_token_level = -p model smollm2-135m-instruct -p items_per_language 5 \
-  -y '{languages: [en, de]}' -p n_boot 200 -p store $(STORE)
-SMOKE_xcomps_token_level_agreement = -p model smollm2-135m-instruct -p items_per_language 5 \
-  -y '{languages: [en, de]}' -p n_boot 200 -p store $(STORE)
+# Sizes: each chapter's parameters at the smoke sizes (make smoke: the same chapters and exercises,
+# small enough for CI, a few minutes on 2 CPU cores) and at the publish sizes (make book, make
+# publish: the sizes the results pages name as deciding) are declared once, with what the chapter
+# computes, in xcomps_utils/pages/params.py (CHAPTERS); PARAMS writes them for papermill (-f).
+PARAMS = $(PY) -m xcomps_utils.pages.params
 SMOKE_DIR := build/smoke
 # make smoke executes two chapters at once, each on one core (see JOBS below).
 SMOKE_JOBS ?= 2
-
-# Publish sizes (make publish): the sizes the results pages name as deciding, for the deployed
-# book. Every run goes through the results store ($(STORE), results/ by default), so an interrupted
-# `make publish` goes on from the runs and shards it holds, and a second one computes nothing new.
-PUBLISH_bmlama_languages = -p facts17 70 -p facts53 20 -p methods_facts 10 -p store $(STORE)
-PUBLISH_direct_scoring = -p n_pairs 1000 -p store $(STORE)
-PUBLISH_findings =
-PUBLISH_first_token = -p convention_pairs 1000 -p store $(STORE)
-PUBLISH_grammar_across_languages = -p items_per_task 200 -p neuro_pairs_per_language 200 \
-  -y '{constructions: [simple_agrmt, vp_coord, long_vp_coord, prep_anim, subj_rel, obj_rel_across_anim, obj_rel_within_anim], turblimp: [anaphor_agreement, argument_structure_transitive, binding, determiners, subject_verb_agreement, suspended_affixation], sling: [zai_le, cl_simple_noun, self_male, any, rc_resumptive_noun, bare_wh], blimp: [regular_plural_subject_verb_agreement_1, distractor_agreement_relative_clause], rublimp: [noun_subj_predicate_agreement_number, subj_predicate_agreement_number_attractor, adposition_government, np_agreement_case, anaphor_agreement_gender, negative_concord]}' \
-  -p neuro_splits 5 -p xcomps_items None -p n_boot 2000 -p store $(STORE)
-PUBLISH_reproducibility =
-PUBLISH_token_perplexity_method = -p store $(STORE)
-PUBLISH_token_perplexity_results = -p items_per_task 200 -p n_boot 2000 -p store $(STORE)
-PUBLISH_xcomps_dataset =
-PUBLISH_xcomps_results = -p items_per_language None -p n_boot 2000 -p store $(STORE)
-PUBLISH_xcomps_token_level = -p items_per_language None -p n_boot 2000 -p store $(STORE)
-PUBLISH_xcomps_token_level_agreement = -p items_per_language None -p n_boot 2000 -p store $(STORE)
-
-# What each chapter computes (the progress line of make book / smoke / publish).
-DESC_bmlama_languages = Direct on BMLAMA-17 and -53 facts and their control frames, 2 models; typology; language-level claims
-DESC_direct_scoring = Direct scoring of BLiMP, CrowS-pairs and DUST pairs, 2 models
-DESC_findings = every claim x model the other chapters printed, in one table (no model; executed last)
-DESC_first_token = Direct scoring of one BLiMP task under 3 first-token conventions
-DESC_grammar_across_languages = Direct (sum, mean, per byte), pivot share and Neuro on CLAMS (5 languages), TurBLiMP, SLING, RuBLiMP, MultiBLiMP (4 languages) and BLiMP, 2 models
-DESC_reproducibility = build environment, data checksums, the command line twice on 5 pairs
-DESC_token_perplexity_method = token-level perplexity of one pair by hand (4 wordings x 2 orders)
-DESC_token_perplexity_results = token-level perplexity of 5 tasks x 8 prompt pairs per item, bootstrap claims
-DESC_xcomps_dataset = XCOMPS items, languages and Meta templates (no model)
-DESC_xcomps_results = Meta, Direct and Neuro (probe per layer) on XCOMPS, bootstrap claims
-DESC_xcomps_token_level = concept vs property tokens of XCOMPS pairs, conditional Direct, 2 models
-DESC_xcomps_token_level_agreement = which XCOMPS items a model knows in every language (reads the Direct run of the token-level page)
 
 # Progress: one line per chapter as it starts and ends; inside a chapter, what the kernel writes to
 # stderr (tqdm bars of long runs, warnings) goes to the build log through papermill's logger
@@ -154,9 +106,6 @@ notebooks: install
 	$(MAKE) --no-print-directory $(if $(filter-out 1,$(JOBS)),-j$(JOBS)) $(CHAPTERS:%=$(EXECUTED)/%.ipynb)
 	@echo "[$(SIZE)] all $(N_CHAPTERS) chapters executed in $$(( $$(date +%s) - $$(cat build/notebooks-$(SIZE)/.started) )) s"
 
-# Parameters of chapter $* at this SIZE (none: the chapter's defaults).
-chapter_args = $(if $(filter smoke,$(SIZE)),$(SMOKE_$*),$(if $(filter publish,$(SIZE)),$(PUBLISH_$*)))
-
 # Every chapter writes the verdicts it prints to $(EXECUTED)/verdicts/<chapter>.csv
 # (claims.claims_markdown reads XCOMPS_VERDICTS and XCOMPS_CHAPTER; the file is made afresh each
 # time the chapter is executed); the findings page reads them, after every other chapter.
@@ -171,11 +120,12 @@ $(EXECUTED)/xcomps_token_level_agreement.ipynb: $(EXECUTED)/xcomps_token_level.i
 $(EXECUTED)/%.ipynb: notebooks/%.md
 	@i=$$(printf '%s\n' $(CHAPTERS) | grep -nx '$*' | cut -d: -f1); t0=$$(date +%s); \
 	start=$$(cat build/notebooks-$(SIZE)/.started 2>/dev/null || echo $$t0); \
-	echo "[$(SIZE)] chapter $$i/$(N_CHAPTERS) $* started $$(date +%T): $(DESC_$*); parameters: $(or $(strip $(chapter_args)),the chapter's defaults)"; \
+	what=$$($(PARAMS) papermill $* $(SIZE) --store $(STORE) --out build/notebooks-$(SIZE)/$*.yaml) || exit 1; \
+	echo "[$(SIZE)] chapter $$i/$(N_CHAPTERS) $* started $$(date +%T): $$what"; \
 	$(VENV)/bin/jupytext --quiet --to ipynb -o build/notebooks-$(SIZE)/$*.ipynb $< && \
 	rm -f $(VERDICTS)/$*.csv $(READS)/$*.jsonl && \
 	$(PAPERMILL_ENV) XCOMPS_VERDICTS=$(VERDICTS) XCOMPS_READS=$(READS) XCOMPS_CHAPTER=$* $(VENV)/bin/papermill --cwd . -k $(KERNEL) --execution-timeout $(CELL_TIMEOUT) \
-	  --log-output --log-level WARNING --no-progress-bar $(chapter_args) \
+	  --log-output --log-level WARNING --no-progress-bar -f build/notebooks-$(SIZE)/$*.yaml \
 	  build/notebooks-$(SIZE)/$*.ipynb $@; rc=$$?; t1=$$(date +%s); \
 	echo "[$(SIZE)] chapter $$i/$(N_CHAPTERS) $* $$([ $$rc = 0 ] && echo done || echo FAILED) in $$((t1 - t0)) s (elapsed $$((t1 - start)) s)"; \
 	exit $$rc
@@ -261,7 +211,7 @@ AUDIT_JOURNAL ?= benchmarks/audit-all.jsonl
 audit-all: install
 	$(VENV)/bin/xcomps-study audit $(AUDIT_STORE) --all --journal $(AUDIT_JOURNAL)
 
-# The shipped store recomputed: every chapter at its publish size (PUBLISH_* above) into
+# The shipped store recomputed: every chapter at its publish size (pages/params.py) into
 # build/publish/executed, every run read from and written to results/ (git-ignored; interrupted,
 # it goes on from the shards it holds), then make ship. Hours on 2 CPU cores the first time.
 # A cell there runs for hours (a run of a few thousand pairs a model), past CELL_TIMEOUT.

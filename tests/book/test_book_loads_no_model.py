@@ -80,14 +80,12 @@ def _make_value(expr: str, *args: str) -> list[str]:
 
 
 def _publish_parameters(chapter: str) -> dict:
-    """``PUBLISH_<chapter>`` as `make book` passes it to papermill (``STORE=$(SHIP_STORE)``):
-    its ``-p`` pairs, typed as papermill types them."""
-    from papermill.cli import _resolve_type
+    """What `make book` passes to papermill for ``chapter`` (``SIZE=publish``,
+    ``STORE=$(SHIP_STORE)``): the declared publish sizes (:func:`params.papermill_parameters`)."""
+    from xcomps_utils.pages import params
 
     (ship,) = _make_value("$(SHIP_STORE)")
-    words = _make_value(f"$(PUBLISH_{chapter})", f"STORE={ship}")
-    assert "-y" not in words, words  # these two chapters pass -p pairs only
-    return {words[i + 1]: _resolve_type(words[i + 2]) for i, w in enumerate(words) if w == "-p"}
+    return params.papermill_parameters(chapter, "publish", ship)
 
 
 @pytest.mark.slow

@@ -1,16 +1,16 @@
-"""Issue 29 item 2, issue 31 item 5: each chapter declares its parameters once
-(:data:`xcomps_utils.pages.params.CHAPTERS`); its parameters cell, its check, its table and the
-Makefile's SMOKE_/PUBLISH_ arguments are held to that declaration here."""
+"""Issue 29 item 2, issue 31 item 5, issue 43 item 2: each chapter declares its parameters once
+(:data:`xcomps_utils.pages.params.CHAPTERS`); its parameters cell, its check and its table are held
+to that declaration here, and what make passes papermill is derived from it."""
 
 import ast
 import re
-import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import jupytext
 import pytest
 import yaml
-from papermill.cli import _resolve_type
 from papermill.translators import PythonTranslator
 
 from xcomps_utils.methods import config
@@ -36,25 +36,6 @@ def _parameters_cell(chapter) -> dict:
     for node in ast.parse(cell.source).body:
         assert isinstance(node, ast.Assign) and len(node.targets) == 1, (chapter, ast.unparse(node))
         out[node.targets[0].id] = ast.literal_eval(node.value)
-    return out
-
-
-def makefile_arguments(variable: str) -> dict:
-    """The parameters a Makefile variable passes to papermill (``-p name value`` typed as
-    papermill types them, ``-y '{...}'`` as YAML), ``$(STORE)`` kept as written."""
-    text = (REPO / "Makefile").read_text().replace("\\\n", " ")
-    match = re.search(rf"^{variable} *=(.*)$", text, flags=re.M)
-    assert match, f"the Makefile has no {variable}"
-    tokens, out = shlex.split(match.group(1)), {}
-    while tokens:
-        flag = tokens.pop(0)
-        if flag in ("-p", "--parameters"):
-            name, value = tokens.pop(0), tokens.pop(0)
-            out[name] = value if value.startswith("$(") else _resolve_type(value)
-        elif flag in ("-y", "--parameters_yaml"):
-            out.update(yaml.safe_load(tokens.pop(0)))
-        else:
-            raise AssertionError(f"{variable}: {flag!r} is not a papermill parameter flag")
     return out
 
 
@@ -91,23 +72,34 @@ def test_chapter_checks_and_shows_its_own_declaration(chapter):
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 @pytest.mark.parametrize("size", ["smoke", "publish"])
-def test_makefile_sizes_are_the_declared_ones(chapter, size):
-    """``SMOKE_<chapter>`` and ``PUBLISH_<chapter>`` name declared parameters only, and over the
-    defaults they give exactly the declared smoke and publish values (the store apart, which is
-    make's ``$(STORE)``)."""
-    given = makefile_arguments(f"{size.upper()}_{chapter}")
-    fields = params.declaration(chapter).model_fields
-    assert set(given) <= set(fields), set(given) - set(fields)
-    assert given.get("store", "$(STORE)") == "$(STORE)"
+def test_make_passes_papermill_the_declared_sizes(chapter, size, tmp_path):
+    """What make passes papermill (``python -m xcomps_utils.pages.params papermill``, read back
+    as papermill reads ``-f``) gives, over the defaults, exactly the declared values at that size,
+    with make's store where the chapter has one; and its line says what the chapter computes."""
+    out = tmp_path / "p.yaml"
+    r = subprocess.run([sys.executable, "-m", "xcomps_utils.pages.params", "papermill", chapter,
+                        size, "--store", "S", "--out", str(out)], capture_output=True, text=True,
+                       cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    given = yaml.safe_load(out.read_text())
+    model = params.declaration(chapter)
+    assert r.stdout.startswith(model.computes + "; parameters: ") and model.computes
+    assert set(given) <= set(model.model_fields)
+    assert given.pop("store", None) == ("S" if "store" in model.model_fields else None)
     effective, declared = {**params.sizes(chapter), **given}, params.sizes(chapter, size)
     effective.pop("store", None), declared.pop("store", None)
     assert effective == declared
 
 
-def test_makefile_arguments_are_parsed_as_papermill_types_them():
-    got = makefile_arguments("PUBLISH_grammar_across_languages")
+def test_papermill_parameters_are_the_differences_and_the_store():
+    got = params.papermill_parameters("grammar_across_languages", "publish", "store")
     assert got["items_per_task"] == 200 and got["xcomps_items"] is None
-    assert got["constructions"][:2] == ["simple_agrmt", "vp_coord"] and got["store"] == "$(STORE)"
+    assert got["constructions"][:2] == ["simple_agrmt", "vp_coord"] and got["store"] == "store"
+    assert "n_boot" in got and "seed" not in got  # 2000 differs from the default 1000; 0 does not
+    assert params.papermill_parameters("findings", "publish", "store") == {}  # no store declared
+    assert params.papermill_parameters("direct_scoring", "default") == {}
+    with pytest.raises(ValueError, match="which must be"):
+        params.papermill_parameters("direct_scoring", "huge")
 
 
 # --- the one check --------------------------------------------------------------------------------

@@ -16,16 +16,19 @@ differ from the default). Everything else is derived from that declaration:
 * :func:`table`, the chapter's visible parameter table (name, value, what it does, publish value)
   under a sentence saying at which sizes the page runs.
 
+* :func:`papermill_parameters` and ``python -m xcomps_utils.pages.params papermill CHAPTER SIZE``,
+  what ``make smoke``, ``make book`` and ``make publish`` pass to papermill (``-f``), with the
+  chapter's one-line description (``computes``) for make's progress line.
+
 A chapter's ``parameters`` cell repeats the defaults as literals (for the reader, for papermill,
-which injects its values after that cell); ``tests/pages/test_params.py`` holds the cell, the Makefile's
-``SMOKE_<chapter>``/``PUBLISH_<chapter>`` arguments and the commands the pages print to this
-declaration.
+which injects its values after that cell); ``tests/pages/test_params.py`` holds the cell and the
+commands the pages print to this declaration.
 """
 
 import ast
 import copy
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StringConstraints,
                       ValidationError, model_validator)
@@ -34,7 +37,7 @@ from ..errors import XcompsError, did_you_mean
 from ..methods.config import DTYPES, SOURCES, bos_policies
 
 __all__ = ["ParameterError", "Chapter", "CHAPTERS", "param", "declaration", "sizes", "check",
-           "table", "ParameterTable"]
+           "table", "ParameterTable", "papermill_parameters", "main"]
 
 
 class ParameterError(XcompsError, ValueError):
@@ -157,6 +160,9 @@ class Chapter(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
+    #: what the chapter computes, in one line (the progress line of make book / smoke / publish)
+    computes: ClassVar[str] = ""
+
 
 class _XcompsLanguages(Chapter):
     """``languages`` out of those the XCOMPS ``source`` has."""
@@ -182,6 +188,8 @@ class _XcompsLanguages(Chapter):
 class DirectScoring(Chapter):
     """``notebooks/direct_scoring.md``."""
 
+    computes: ClassVar[str] = "Direct scoring of BLiMP, CrowS-pairs and DUST pairs, 2 models"
+
     model: Text = param(SMOL, MODEL)
     tasks: Tasks = param(["blimp_anaphor", "blimp_animacy", "crows_pairs", "dust"],
                          "the tasks scored (`xcomps-study tasks` lists them)")
@@ -205,6 +213,8 @@ class DirectScoring(Chapter):
 class FirstToken(Chapter):
     """``notebooks/first_token.md``."""
 
+    computes: ClassVar[str] = "Direct scoring of one BLiMP task under 3 first-token conventions"
+
     model: Text = param(SMOL, MODEL)
     convention_task: Task = param("blimp_anaphor", "the task scored under the three conventions")
     convention_pairs: _at_least(1) = param(300, "pairs scored under each convention",
@@ -226,6 +236,8 @@ class FirstToken(Chapter):
 
 class TokenPerplexityMethod(Chapter):
     """``notebooks/token_perplexity_method.md``."""
+
+    computes: ClassVar[str] = "token-level perplexity of one pair by hand (4 wordings x 2 orders)"
 
     model: Text = param(SMOL, MODEL)
     task: Task = param("blimp_anaphor", "the task the pair comes from")
@@ -254,6 +266,8 @@ class TokenPerplexityMethod(Chapter):
 class TokenPerplexityResults(Chapter):
     """``notebooks/token_perplexity_results.md``."""
 
+    computes: ClassVar[str] = "token-level perplexity of 5 tasks x 8 prompt pairs per item, bootstrap claims"
+
     model: Text = param(SMOL, MODEL)
     tasks: Tasks = param(["blimp_anaphor", "blimp_animacy", "dust", "crows_pairs", "nonsense"],
                          "the tasks (`xcomps-study tasks` lists them)")
@@ -278,6 +292,8 @@ class TokenPerplexityResults(Chapter):
 class XcompsDataset(_XcompsLanguages):
     """``notebooks/xcomps_dataset.md``."""
 
+    computes: ClassVar[str] = "XCOMPS items, languages and Meta templates (no model)"
+
     source: Source = param("sample", "'sample' (offline, the project's own) or 'upstream' "
                                      "(the real XCOMPS files)")
     languages: Names = param(SEVEN, "the languages shown", smoke=["en", "de"])
@@ -289,6 +305,8 @@ ITEMS = "concept-property items per language (x 4 negative types), of 30 (None: 
 
 class XcompsResults(_XcompsLanguages):
     """``notebooks/xcomps_results.md``."""
+
+    computes: ClassVar[str] = "Meta, Direct and Neuro (probe per layer) on XCOMPS, bootstrap claims"
 
     model: Text = param(GEMMA, MODEL, smoke=SMOL)
     compare_model: Text | None = param(SMOL, "a second model for Direct, side by side "
@@ -310,6 +328,8 @@ class XcompsResults(_XcompsLanguages):
 class XcompsTokenLevel(_XcompsLanguages):
     """``notebooks/xcomps_token_level.md``."""
 
+    computes: ClassVar[str] = "concept vs property tokens of XCOMPS pairs, conditional Direct, 2 models"
+
     model: Text = param(GEMMA, MODEL, smoke=SMOL)
     compare_model: Text | None = param(SMOL, "a second model for the concept-prior share "
                                              "(None: skip)")
@@ -327,6 +347,8 @@ class XcompsTokenLevel(_XcompsLanguages):
 class XcompsTokenLevelAgreement(_XcompsLanguages):
     """``notebooks/xcomps_token_level_agreement.md``."""
 
+    computes: ClassVar[str] = "which XCOMPS items a model knows in every language (reads the Direct run of the token-level page)"
+
     model: Text = param(GEMMA, MODEL, smoke=SMOL)
     source: Source = param("sample", SOURCE)
     languages: Names = param(SEVEN, "the XCOMPS languages compared", smoke=["en", "de"])
@@ -341,6 +363,8 @@ class XcompsTokenLevelAgreement(_XcompsLanguages):
 
 class BmlamaLanguages(Chapter):
     """``notebooks/bmlama_languages.md``."""
+
+    computes: ClassVar[str] = "Direct on BMLAMA-17 and -53 facts and their control frames, 2 models; typology; language-level claims"
 
     models: Names = param([GEMMA, SMOL], "the models (Direct on both benchmarks)", smoke=[SMOL])
     languages17: Names | None = param(None, "BMLAMA-17 languages (None: all 17)",
@@ -390,6 +414,8 @@ class BmlamaLanguages(Chapter):
 
 class GrammarAcrossLanguages(Chapter):
     """``notebooks/grammar_across_languages.md``."""
+
+    computes: ClassVar[str] = "Direct (sum, mean, per byte), pivot share and Neuro on CLAMS, TurBLiMP, SLING, RuBLiMP, MultiBLiMP and BLiMP, 2 models"
 
     models: Names = param([GEMMA, SMOL], "the models")
     clams_languages: Names = param(["en", "de", "fr", "he", "ru"], "CLAMS languages",
@@ -469,12 +495,16 @@ class GrammarAcrossLanguages(Chapter):
 class Findings(Chapter):
     """``notebooks/findings.md``."""
 
+    computes: ClassVar[str] = "every claim x model the other chapters printed, in one table (no model; executed last)"
+
     verdicts: Text | None = param(None, "the folder of the verdicts the chapters wrote (None: "
                                         "`$XCOMPS_VERDICTS`, else book/executed/verdicts)")
 
 
 class Reproducibility(Chapter):
     """``notebooks/reproducibility.md``: no parameters."""
+
+    computes: ClassVar[str] = "build environment, data checksums, the command line twice on 5 pairs"
 
 
 #: Every chapter's parameters, by the name of its notebook (``notebooks/<name>.md``).
@@ -702,3 +732,55 @@ def table(values: dict, chapter: str) -> ParameterTable:
     rows = tuple((n, v, f.description, publish[n]) for (n, v), f in
                  zip(now.items(), model.model_fields.values()))
     return ParameterTable(chapter, size, differences(size), rows)
+
+
+# --- what make passes to papermill ------------------------------------------------------------------
+
+def papermill_parameters(chapter: str, which: str, store: str | None = None) -> dict[str, Any]:
+    """The parameters ``make`` passes to papermill for ``chapter`` at size ``which``: the declared
+    values at that size that differ from the defaults (the parameters cell holds the rest), and
+    ``store`` where the chapter declares one and ``store`` is given (where runs go is make's
+    ``STORE``, not a size). ``"default"``: none but the store.
+
+    Raises:
+        KeyError: an unknown chapter; ValueError: an unknown size.
+    """
+    default, at = sizes(chapter), sizes(chapter, which)
+    out = {n: v for n, v in at.items() if n not in _NOT_A_SIZE and v != default[n]}
+    if store is not None and "store" in declaration(chapter).model_fields:
+        out["store"] = store
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m xcomps_utils.pages.params papermill CHAPTER SIZE [--store DIR] --out FILE``:
+    write the chapter's papermill parameters at SIZE (``default``, ``publish``, ``smoke``) to
+    FILE as YAML (``papermill -f FILE``) and print, in one line, what the chapter computes and
+    with which parameters (make's progress line). ``chapters``: the declared chapters, one a line.
+    """
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(prog="python -m xcomps_utils.pages.params")
+    sub = parser.add_subparsers(dest="command", required=True)
+    pm = sub.add_parser("papermill", help="a chapter's papermill parameters at a size")
+    pm.add_argument("chapter", choices=list(CHAPTERS))
+    pm.add_argument("size", choices=["default", "publish", "smoke"])
+    pm.add_argument("--store", default=None)
+    pm.add_argument("--out", required=True)
+    sub.add_parser("chapters", help="the declared chapters")
+    args = parser.parse_args(argv)
+    if args.command == "chapters":
+        print("\n".join(CHAPTERS))
+        return 0
+    values = papermill_parameters(args.chapter, args.size, args.store)
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump(values, f)  # JSON is YAML: papermill -f reads it
+        f.write("\n")
+    shown = ", ".join(f"{n}={v!r}" for n, v in values.items()) or "the chapter's defaults"
+    print(f"{declaration(args.chapter).computes}; parameters: {shown}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
