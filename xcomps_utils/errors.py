@@ -16,6 +16,27 @@ class XcompsError(Exception):
     says what to do."""
 
 
+class InputError(XcompsError, ValueError):
+    """Input the package cannot use (pairs, texts, a table, a folder it was given, arguments
+    that do not go together); a parameter's value is :class:`xcomps_utils.declare.ParameterError`."""
+
+
+class InputTypeError(XcompsError, TypeError):
+    """An argument of the wrong kind (not a DataFrame, not a loaded model, not a setting)."""
+
+
+class NotFound(XcompsError, KeyError):
+    """A name looked up that is not there (a run, a column, a stored detail); the message says
+    what there is. ``str()`` is the message (not ``KeyError``'s quoted repr)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class NumericalError(XcompsError, FloatingPointError):
+    """A computation that gave a number it must not (an overflow, a non-finite value)."""
+
+
 def did_you_mean(word, choices, n: int = 1, cutoff: float = 0.6) -> str:
     """``"did you mean 'deu'?"`` (or ``"did you mean 'a', 'b'?"`` for ``n > 1``): the closest of
     ``choices`` to ``word`` by :func:`difflib.get_close_matches`; ``""`` when none is close.

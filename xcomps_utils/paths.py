@@ -17,6 +17,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .errors import XcompsError
+
+
+class ResourcesMissing(XcompsError, FileNotFoundError):
+    """The project's own data files are not where the package looks for them."""
+
+
 _PACKAGE = Path(__file__).resolve().parent
 _INSTALLED = _PACKAGE / "resources"  # inside a wheel's installed package
 _CHECKOUT = _PACKAGE.parent / "data"  # beside the package in a checkout (editable install)
@@ -33,12 +40,13 @@ def resources_dir() -> Path:
     checkout's top-level ``data/`` (source tree or editable install).
 
     Raises:
-        FileNotFoundError: neither folder holds ``xcomps.json`` (a broken install or checkout).
+        ResourcesMissing: (a ``FileNotFoundError``) neither folder holds ``xcomps.json`` (a
+            broken install or checkout).
     """
     for folder in (_INSTALLED, _CHECKOUT):
         if (folder / _MARKER).is_file():
             return folder
-    raise FileNotFoundError(
+    raise ResourcesMissing(
         f"the project's data files are missing: no {_MARKER} in {_INSTALLED} (an installed "
         f"package) nor in {_CHECKOUT} (a checkout); reinstall the package, or restore data/ "
         f"from git")
@@ -83,14 +91,17 @@ def probe_jobs() -> int:
     """Worker processes for a Neuro run's probes: ``$XCOMPS_PROBE_JOBS``, else every core.
 
     Raises:
-        ValueError: the variable is set to something other than a positive integer.
+        ParameterError: the variable is set to something other than a positive integer.
     """
     env = os.environ.get("XCOMPS_PROBE_JOBS", "")
     if not env:
         return os.cpu_count() or 1
     if not env.isdigit() or int(env) < 1:
-        raise ValueError(f"XCOMPS_PROBE_JOBS={env!r}: set it to a positive integer (worker "
-                         f"processes for probing) or unset it to use every core")
+        from .declare import ParameterError
+
+        raise ParameterError("XCOMPS_PROBE_JOBS", "a positive integer (worker processes for "
+                             "probing)", env, "or unset it to use every core",
+                             kind="environment variable")
     return int(env)
 
 

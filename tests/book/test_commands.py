@@ -34,7 +34,7 @@ import yaml
 from jupytext.cli import parse_jupytext_args
 from papermill.cli import _resolve_type, papermill as papermill_cli
 
-from xcomps_utils.errors import did_you_mean
+from xcomps_utils.errors import did_you_mean, XcompsError
 from xcomps_utils.pages import params
 from xcomps_utils.runs.cli import main as xcomps_cli
 
@@ -211,6 +211,8 @@ def check_xcomps_study(cmd: Command, state: dict) -> None:
         return
     except click.ClickException as err:
         raise Failed(f"{cmd}: {err.format_message()}") from None
+    except XcompsError as err:  # a value an option's declared type refuses (exit code 1)
+        raise Failed(f"{cmd}: {err}") from None
     if args[i] == "sweep":
         path = sub_ctx.params["file"]
         if not _placeholder(path) and path not in TRACKED:
@@ -403,7 +405,9 @@ def test_the_pages_print_commands_of_every_kind(data_dir):
 
 
 BROKEN = {  # commands that were printed on these pages, and why they cannot run
-    "xcomps-study run direct,meta,neuro --languages en,de": "'direct,meta,neuro' is not one of",
+    "xcomps-study run direct,meta,neuro --languages en,de":
+        "the 'methods' parameter must be one of the 4 methods ('direct', 'meta', 'neuro', "
+        "'token_ppl'); got 'direct,meta,neuro'",
     "papermill notebooks/token_perplexity_results.ipynb out.ipynb -p items_per_task None":
         "no .ipynb is in the checkout",
     "export XCOMPS_DATA_DIR=$(realpath ../shared/data)": "outside the checkout",
@@ -411,7 +415,8 @@ BROKEN = {  # commands that were printed on these pages, and why they cannot run
     "pip install 'xcomps-study[ray]'": "from the checkout: pip install '.[ray]'",
     "pip install '.[rya]'": "no extra ['rya']",
     "xcomps-study sweep sweeps/xcomps-8b.yaml": "sweeps/xcomps-8b.yaml is not in the checkout",
-    "xcomps-study run direct --task dust --n-pairs 0": "0 is not in the range x>=1",
+    "xcomps-study run direct --task dust --n-pairs 0":
+        "the 'n_pairs' parameter must be an integer >= 1; got 0",
     "xcomps-study lss": "no subcommand 'lss'; did you mean 'ls'?",
     "make smoke-chapters ONLY='first_token xcomps_result'": "ONLY names no chapter",
     ".venv/bin/pytest tests/test_nothing.py": "tests/test_nothing.py is not in the checkout",
@@ -435,13 +440,16 @@ def test_papermill_parameters_are_the_chapters(data_dir):
     run(".venv/bin/papermill build/d.ipynb build/o.ipynb -p n_pairs None -y '{tasks: [dust]}'")
     with pytest.raises(Failed, match="declares no parameter 'n_pair'; did you mean 'n_pairs'"):
         run(".venv/bin/papermill build/d.ipynb build/o.ipynb -p n_pair 5")
-    with pytest.raises(Failed, match="parameter 'tasks' must be a non-empty list"):
+    with pytest.raises(Failed, match=re.escape(
+            "direct_scoring: the 'tasks' parameter must be a non-empty list of strings; got "
+            "'[blimp_anaphor]'; pass a list: -y '{tasks: [blimp_anaphor]}'")):
         run(".venv/bin/papermill build/d.ipynb build/o.ipynb -p tasks '[blimp_anaphor]'")
     with pytest.raises(Failed, match="no .ipynb is in the checkout"):
         run(".venv/bin/papermill build/other.ipynb build/o.ipynb")
     fragment = Command("notebooks/xcomps_results.md", 1, ["-p", "items_per_language", "0"],
                        True, "xcomps_results")
-    with pytest.raises(Failed, match="'items_per_language' must be an integer >= 1 or None"):
+    with pytest.raises(Failed, match="'items_per_language' parameter must be an integer >= 1 or "
+                                     "None"):
         check_block(Block(fragment.page, 1, [fragment]))
 
 

@@ -122,8 +122,9 @@ def test_identity_of_a_chunked_package_is_the_sha256_of_its_parts_in_order(empty
     assert models.model_identity("fake", device="cpu")["model_revision"] == whole
     assert _written(empty_home / "XCOMPS_CACHE_DIR") == []
     paths[2].write_bytes(os.urandom(999))  # a damaged install: another size, hashed again
-    with pytest.raises(ValueError, match=r"parts of the package 'fake_chunked_gguf' .*"
-                                         r"damaged install; reinstall it \(pip install fake-ch"):
+    with pytest.raises(models.ModelCacheError, match=r"parts of the package 'fake_chunked_gguf' "
+                                                     r".*damaged install; reinstall it \(pip "
+                                                     r"install fake-ch"):
         models.model_identity("fake", device="cpu")
     assert _written(empty_home / "XCOMPS_CACHE_DIR") == []
 

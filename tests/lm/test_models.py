@@ -31,7 +31,9 @@ def test_device_dtype_defaults():
     assert models.resolve_device_dtype("cpu", "auto") == (torch.device("cpu"), torch.float32)
     assert models.resolve_device_dtype("cuda", "auto") == (torch.device("cuda"), torch.bfloat16)
     assert models.resolve_device_dtype("cpu", "bf16")[1] == torch.bfloat16
-    with pytest.raises(ValueError, match="unknown dtype"):
+    assert models.resolve_device_dtype(torch.device("cpu"), torch.float16)[1] == torch.float16
+    with pytest.raises(ValueError, match=r"^the 'dtype' parameter must be one of 'auto', "
+                                         r"'float32', .*; got 'float8'$"):
         models.resolve_device_dtype("cpu", "float8")
 
 

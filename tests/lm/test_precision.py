@@ -122,7 +122,8 @@ def test_pair_tolerance_and_near_ties():
     assert precision.near_ties([0.0, tol / 2, -tol / 2, tol * 2], "bf16", [5] * 4).tolist() == \
         [False, True, True, False]
     assert (precision.pair_tolerance(torch.float16, n) == tol).all()
-    with pytest.raises(ValueError, match="no tolerance for dtype"):
+    with pytest.raises(ValueError, match=r"^the 'dtype' parameter must be a dtype with a "
+                                         r"tolerance: .*; got 'int8'$"):
         precision.pair_tolerance("int8", n)
 
 

@@ -135,9 +135,11 @@ def test_nan_never_reaches_a_result(lm):
 
 
 def test_bad_input_is_refused(lm):
-    with pytest.raises(ValueError, match="text #1 is empty"):
+    with pytest.raises(ValueError, match=r"^the 'texts\[1\]' parameter must be a non-empty "
+                                         r"string; got ''$"):
         token_scores(lm, ["fine", ""])
-    with pytest.raises(ValueError, match="unknown bos_policy"):
+    with pytest.raises(ValueError, match=r"^the 'bos_policy' parameter must be one of 'bos', "
+                                         r"'drop_first', 'lm_eval'; got 'first'$"):
         token_scores(lm, ["fine"], bos_policy="first")
 
 

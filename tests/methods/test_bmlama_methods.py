@@ -95,7 +95,8 @@ def test_bmlama_template_file_errors_name_language_and_field(tmp_path):
     bad = json.loads(json.dumps(good))
     del bad["templates"]["ja"]["blank"]
     (tmp_path / "u.json").write_text(json.dumps(bad), encoding="utf-8")
-    with pytest.raises(DataError, match=r"u\.json, language 'ja', field 'blank': missing"):
+    with pytest.raises(DataError, match=r"u\.json, language 'ja': the 'blank' field must be a "
+                                        r"string that is not blank; it is missing"):
         meta.load_bmlama_meta_templates(tmp_path / "u.json")
 
 

@@ -201,7 +201,8 @@ def _write(tmp_path, edit):
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda t: t["ko"].pop("answer"), r"language 'ko': missing field 'answer'"),
+    (lambda t: t["ko"].pop("answer"), r"language 'ko': the 'answer' field must be a string that "
+                                      r"is not blank; it is missing$"),
     (lambda t: t["de"].update(question="Frage: Welches {property_phrase}: {option_1}?"),
      r"language 'de', field 'question': placeholders \['property_phrase', 'option_1'\], expected "
      r"exactly \{property_phrase\}, \{option_1\}, \{option_2\}, each once"),
@@ -213,11 +214,14 @@ def _write(tmp_path, edit):
      r"language 'he', field 'question': stray brace"),
     (lambda t: t["ar"].update(answer="{answer}"), r"language 'ar', field 'answer': stray brace"),
     (lambda t: t["en"].update(answer="Answer: "), r"language 'en', field 'answer': leading or trailing"),
-    (lambda t: t["tr"].update(space="yes"), r"language 'tr', field 'space': expected bool, got str"),
+    (lambda t: t["tr"].update(space="yes"), r"language 'tr': the 'space' field must be True or "
+                                            r"False; got 'yes'$"),
     (lambda t: t["nl"].update(lowercase="upper"), r"language 'nl', field 'lowercase': 'upper'"),
-    (lambda t: t["es"].update(note="x"), r"language 'es': unknown field\(s\) \['note'\]"),
+    (lambda t: t["es"].update(note="x"), r"language 'es': 'note' is not a field \(the fields: "
+                                         r"question, answer, space, "),
     (lambda t: t.update(xx=t["en"]), r"language 'xx': not in the language table"),
-    (lambda t: t["vi"].update(review=" "), r"language 'vi', field 'review': empty"),
+    (lambda t: t["vi"].update(review=" "), r"language 'vi': the 'review' field must be a string "
+                                           r"that is not blank; got ' '$"),
 ])
 def test_a_malformed_template_names_file_language_and_field(tmp_path, edit, message):
     path = _write(tmp_path, edit)

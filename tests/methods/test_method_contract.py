@@ -2,7 +2,7 @@
 each method of :data:`xcomps_utils.methods.registry.METHODS` declares itself consistently,
 computes one shard of real pairs with the real small model, resumes (a second call computes
 nothing new), reads back from the store what it computed, and refuses a bad input with an
-:class:`~xcomps_utils.errors.XcompsError` naming the field. A new method is checked by adding its
+:class:`~xcomps_utils.declare.ParameterError` naming the parameter. A new method is checked by adding its
 pairs and its bad input below (a test fails until it does)."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from xcomps_utils.declare import ParameterError
 from xcomps_utils.errors import XcompsError
 from xcomps_utils.methods import base, config
 from xcomps_utils.methods.registry import METHODS, register
@@ -31,10 +32,10 @@ PAIRS = {
     "token_ppl": lambda: tasks.sample(["blimp_anaphor"], 3, seed=0, selection=True),
 }
 PARAMS = {"neuro": {"probe_by": [["lang"]], "n_splits": 3, "inner_splits": 2}}
-#: Per method: run() arguments that are a bad input for it, and the field its error names.
+#: Per method: run() arguments that are a bad input for it, and the parameter its error names.
 BAD = {
     "direct": ("direct", {"bos_policy": "bos2"}, "bos_policy"),
-    "meta": ("direct", {}, "property_phrase"),  # BLiMP pairs: no XCOMPS or BMLAMA columns
+    "meta": ("direct", {}, "pairs"),  # BLiMP pairs: no XCOMPS or BMLAMA columns
     "neuro": ("direct", {"probe_by": [["lang", "no_such_column"]]}, "probe_by"),
     "token_ppl": ("direct", {"wordings": ["no_such_wording"]}, "wordings"),
 }
@@ -106,10 +107,8 @@ def test_a_bad_input_names_its_field(name, data_dir):
     # no model loads: the inputs are checked first
     with pytest.raises(XcompsError) as err:
         execute.run(MODEL, pairs, [name], device="cpu", dtype="float32", progress=False, **kwargs)
-    assert field in str(err.value)
-    assert isinstance(err.value, ValueError)
-    if getattr(err.value, "field", ""):
-        assert err.value.field == field
+    assert isinstance(err.value, ParameterError) and isinstance(err.value, ValueError)
+    assert err.value.name == field and f"the {field!r} parameter must be " in str(err.value)
 
 
 def check_shard(m: base.Method, lm, shard: pd.DataFrame, p: dict):

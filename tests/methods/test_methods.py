@@ -124,11 +124,14 @@ def test_meta_and_neuro_in_one_call(lm, tmp_path):
 
 
 def test_bad_input_is_refused_with_the_column_or_method_named(lm, blimp):
-    with pytest.raises(ValueError, match="lack column"):
+    with pytest.raises(ValueError, match=r"the 'pairs' parameter must be a pandas DataFrame .*; "
+                                         r"these lack \['good'\]"):
         methods.run(lm, blimp.drop(columns="good"), "direct")
-    with pytest.raises(ValueError, match="unknown method"):
+    with pytest.raises(ValueError, match=r"the 'methods\[0\]' parameter must be one of the 4 "
+                                         r"methods .*; got 'surprisal'"):
         methods.run(lm, blimp, "surprisal")
-    with pytest.raises(ValueError, match="Meta needs XCOMPS"):
+    with pytest.raises(ValueError, match=r"the 'pairs' parameter must be XCOMPS pairs .* for "
+                                         r"Meta; these lack \['property_phrase'"):
         methods.run(lm, blimp, "meta")
     with pytest.raises(ValueError, match="share"):
         methods.run(lm, pd.concat([blimp, blimp]), "direct")
@@ -231,11 +234,13 @@ def test_declarations_drive_choices_and_messages():
     sw = {p.name: p.type.choices for p in cli.main.commands["sweep"].params
           if hasattr(p.type, "choices")}
     assert list(sw["executor"]) == list(config.EXECUTORS)
-    with pytest.raises(ValueError, match=r"run parameters: n_splits: 1 is not an integer >= 2; "
-                                         r"allowed: an integer >= 2"):
+    with pytest.raises(ValueError, match=r"^the 'n_splits' parameter must be an integer >= 2; "
+                                         r"got 1$"):
         methods.run("smollm2-135m-instruct", pd.DataFrame(), "neuro", n_splits=1)
-    with pytest.raises(ValueError, match=r"bos_policy: 'bos2' is not allowed; allowed: bos, "):
+    with pytest.raises(ValueError, match=r"^the 'bos_policy' parameter must be one of 'bos', "
+                                         r"'drop_first', 'lm_eval'; got 'bos2'$"):
         methods.run("smollm2-135m-instruct", pd.DataFrame(), "direct", bos_policy="bos2")
-    with pytest.raises(SW.SweepError, match=r"x\.yaml: wordings: 3 is not a non-empty list"):
+    with pytest.raises(ValueError, match=r"^x\.yaml: the 'wordings' parameter must be 'all' or a "
+                                         r"non-empty list of strings; got 3$"):
         SW.parse_sweep({"models": ["m"], "methods": ["direct"], "wordings": 3,
                         "data": [{"tasks": ["dust"]}]}, file="x.yaml")

@@ -50,7 +50,9 @@ def test_sample_notice():
     assert "not comparable" in chapters.sample_notice("sample")
     assert "pinned git blob id" in chapters.sample_notice("sample", page="dataset")
     assert chapters.sample_notice("upstream") == ""
-    with pytest.raises(ValueError, match="page must be one of"):
+    with pytest.raises(ValueError, match=r"^the 'page' parameter must be one of 'results', "
+                                         r"'dataset'; got 'results page'; did you mean "
+                                         r"'results'\?$"):
         chapters.sample_notice("sample", page="results page")
 
 

@@ -6,6 +6,8 @@ parameter, and so are relations between parameters; each in one line, before any
 loaded or any pair scored (held by making both fail here, not by a clock: a timed assertion failed
 on a busy machine)."""
 
+import urllib.error
+
 import pytest
 
 from xcomps_utils.pages import params
@@ -29,14 +31,14 @@ def _refused(chapter: str, **given) -> str:
     with pytest.raises(params.ParameterError) as err:
         params.check({**params.sizes(chapter), **given}, chapter)
     message = str(err.value)
-    assert "\n" not in message and message.startswith(f"{chapter}: parameter ")
+    assert "\n" not in message and message.startswith(f"{chapter}: the '")
     return message
 
 
 def test_facts17_above_what_bmlama17_holds_is_refused(data_dir):
     assert _refused("bmlama_languages", facts17=100000) == (
-        "bmlama_languages: parameter 'facts17' must be an integer from 2 to 6,792 (the facts "
-        "BMLAMA-17 holds per language), got 100000 (int)")
+        "bmlama_languages: the 'facts17' parameter must be an integer from 2 to 6,792 (the facts "
+        "BMLAMA-17 holds per language); got 100000")
     assert "from 2 to 3,036 (the facts BMLAMA-53 holds" in _refused("bmlama_languages",
                                                                     facts53=3037)
     params.check({**params.sizes("bmlama_languages"), "facts17": 6792}, "bmlama_languages")
@@ -44,8 +46,8 @@ def test_facts17_above_what_bmlama17_holds_is_refused(data_dir):
 
 def test_methods_facts_above_facts17_is_refused(data_dir):
     assert _refused("bmlama_languages", methods_facts=50) == (
-        "bmlama_languages: parameter 'methods_facts' must be an integer from 2 to facts17 (10) "
-        "or None, got 50 (int); Meta and Neuro run on the first methods_facts of the facts17 "
+        "bmlama_languages: the 'methods_facts' parameter must be an integer from 2 to facts17 "
+        "(10) or None; got 50; Meta and Neuro run on the first methods_facts of the facts17 "
         "facts")
     params.check({**params.sizes("bmlama_languages"), "methods_facts": 10}, "bmlama_languages")
 
@@ -53,38 +55,39 @@ def test_methods_facts_above_facts17_is_refused(data_dir):
 def test_bmlama_languages_are_the_benchmarks(data_dir):
     """`languages17: [xx]` failed in CLDR, naming neither the parameter nor the benchmark."""
     message = _refused("bmlama_languages", languages17=["xx"])
-    assert message.startswith("bmlama_languages: parameter 'languages17' must be a list out of "
+    assert message.startswith("bmlama_languages: the 'languages17[0]' parameter must be one of "
                               "the 17 BMLAMA-17 languages ('ar', 'ca', ")
-    assert message.endswith("or None, got ['xx'] (list); 'xx' is not one of them")
+    assert message.endswith(", 'zh'); got 'xx'")
     assert _refused("bmlama_languages", languages53=["en", "dee"]).endswith(
-        "got ['en', 'dee'] (list); 'dee' is not one of them; did you mean 'de'?")
+        "the 'languages53[1]' parameter must be one of the 53 BMLAMA-53 languages ('af', 'ar', "
+        "'az', ...); got 'dee'; did you mean 'de'?")
 
 
 def test_grammar_items_per_task_above_every_task_is_refused(data_dir):
     assert _refused("grammar_across_languages", items_per_task=100000) == (
-        "grammar_across_languages: parameter 'items_per_task' must be an integer from 1 to "
+        "grammar_across_languages: the 'items_per_task' parameter must be an integer from 1 to "
         "16,800 (the pairs the largest of its 27 tasks, clams:en:prep_anim, holds) or None "
-        "(every one), got 100000 (int)")
+        "(every one); got 100000")
     # up to n per task: a task holding fewer (clams simple_agrmt: 140) gives all its pairs
     params.check({**params.sizes("grammar_across_languages"), "items_per_task": 16800},
                  "grammar_across_languages")
 
 
 @pytest.mark.parametrize("name, value, words", [
-    ("neuro_languages", ["xx"], "a list out of the languages of the chapter's pairs ('en', 'de', "
-                                "'fr', 'he', 'ru', 'tr', 'zh', 'el', 'nl'), got ['xx'] (list); "
-                                "'xx' is not one of them"),
-    ("xcomps_languages", ["en", "xx"], "a list out of the languages of XCOMPS' sample files "
-                                       "('en', 'de', 'fr', 'zh', 'vi', 'tr', 'hu'), got "
-                                       "['en', 'xx'] (list); 'xx' is not one of them"),
-    ("xcomps_items", 31, "an integer from 1 to 30 (the items XCOMPS' sample holds per "
-                         "language) or None (every one), got 31 (int)"),
+    ("neuro_languages", ["xx"], "[0]' parameter must be one of the 9 languages of the chapter's "
+                                "pairs ('en', 'de', 'fr', 'he', 'ru', 'tr', 'zh', 'el', 'nl'); "
+                                "got 'xx'"),
+    ("xcomps_languages", ["en", "xx"], "[1]' parameter must be one of the 7 languages of XCOMPS' "
+                                       "sample files ('en', 'de', 'fr', 'zh', 'vi', 'tr', 'hu'); "
+                                       "got 'xx'"),
+    ("xcomps_items", 31, "' parameter must be an integer from 1 to 30 (the items XCOMPS' sample "
+                         "holds per language) or None (every one); got 31"),
 ])
 def test_grammar_languages_are_checked_before_anything_is_scored(name, value, words, data_dir):
     """`neuro_languages: [xx]` and `xcomps_languages: [en, xx]` ran for minutes (scoring every
     task) before failing."""
     assert _refused("grammar_across_languages", **{name: value}) == (
-        f"grammar_across_languages: parameter {name!r} must be {words}")
+        f"grammar_across_languages: the '{name}{words}")
 
 
 @pytest.mark.parametrize("name, value, what", [
@@ -98,9 +101,10 @@ def test_grammar_languages_are_checked_before_anything_is_scored(name, value, wo
 ])
 def test_every_grammar_list_is_checked_against_the_registry(name, value, what, data_dir):
     message = _refused("grammar_across_languages", **{name: value})
-    assert message.startswith(f"grammar_across_languages: parameter {name!r} must be a list out "
-                              f"of {what} (")
-    assert f"got {value!r} (list); {value[-1]!r} is not one of them" in message
+    at = f"{name}[{len(value) - 1}]"
+    assert message.startswith(f"grammar_across_languages: the {at!r} parameter must be one of "
+                              f"{what} (")
+    assert f"); got {value[-1]!r}" in message
 
 
 @pytest.mark.parametrize("chapter, name, value, words", [
@@ -116,12 +120,25 @@ def test_every_grammar_list_is_checked_against_the_registry(name, value, what, d
 ])
 def test_every_chapter_size_has_the_same_bound(chapter, name, value, words, data_dir):
     assert _refused(chapter, **{name: value}) == (
-        f"{chapter}: parameter {name!r} must be {words}, got {value} (int)")
+        f"{chapter}: the {name!r} parameter must be {words}; got {value}")
 
 
-def test_offline_the_data_error_shows_not_an_index_error(tmp_path, monkeypatch):
+@pytest.mark.parametrize("data_dir_set", [True, False])
+def test_offline_the_data_error_shows_not_an_index_error(tmp_path, monkeypatch, data_dir_set):
     """Offline, `token_perplexity_method`'s check raised `IndexError: tuple index out of range`
-    (a whole-chapter check with no field in pydantic's error); the real error now shows."""
-    monkeypatch.setenv("XCOMPS_DATA_DIR", str(tmp_path))
-    with pytest.raises(data.DataError, match="missing data file .*anaphor_gender_agreement"):
+    (a whole-chapter check with no field in pydantic's error, issue 43); the data error shows,
+    naming XCOMPS_DATA_DIR: with the variable pointing to an empty folder, and with it unset
+    while nothing can be downloaded (as ``tests/pairs/test_data_check.py`` simulates)."""
+    def offline(*a, **k):
+        raise urllib.error.URLError("Name or service not known")
+
+    monkeypatch.setattr(data.urllib.request, "urlopen", offline)
+    if data_dir_set:
+        monkeypatch.setenv("XCOMPS_DATA_DIR", str(tmp_path))
+    else:
+        monkeypatch.delenv("XCOMPS_DATA_DIR", raising=False)
+        monkeypatch.setattr(data, "data_home", lambda: tmp_path)
+    with pytest.raises(data.DataError) as err:
         params.check(params.sizes("token_perplexity_method"), "token_perplexity_method")
+    message = str(err.value)
+    assert "anaphor_gender_agreement" in message and "XCOMPS_DATA_DIR" in message

@@ -112,34 +112,37 @@ def test_every_declared_parameter_is_checked(chapter, data_dir):
         with pytest.raises(params.ParameterError) as err:
             params.check({**params.sizes(chapter), name: 1.5}, chapter)
         message = str(err.value)
-        assert message.startswith(f"{chapter}: parameter {name!r} must be ") and "\n" not in message
-        assert message.endswith("got 1.5 (float)")
+        assert message.startswith(f"{chapter}: the {name!r} parameter must be ")
+        assert message.endswith("; got 1.5") and "\n" not in message
 
 
 def test_messages_say_what_is_allowed_from_the_declaration(data_dir):
     d = params.sizes("direct_scoring")
     cases = {
-        "n_pairs": ("abc", "must be an integer >= 1 or None, got 'abc' (str)"),
+        "n_pairs": ("abc", "must be an integer >= 1 or None (every one); got 'abc'"),
         "dtype": ("float64", "must be one of " + ", ".join(map(repr, config.DTYPES))
-                  + ", got 'float64' (str)"),
+                  + " (or 'fp32', 'bf16', 'fp16'); got 'float64'"),
         "bos_policy": ("eos", "must be one of " + ", ".join(map(repr, config.bos_policies()))
-                       + ", got 'eos' (str)"),
-        "token_budget": (0, "must be 'auto' or an integer >= 1 or None, got 0 (int)"),
-        "device": ("gpu", "must be one of 'auto', 'cpu', 'mps', 'cuda' or a string like "
-                          "'cuda:1', got 'gpu' (str)"),
-        "seed": (-1, "must be an integer from 0 to 2147483647, got -1 (int)"),
-        "compare_model": ("", "must be a non-empty string or None, got '' (str)"),
-        "tasks": ("dust", "must be a non-empty list of strings, got 'dust' (str); pass a list: "
+                       + "; got 'eos'"),
+        "token_budget": (0, "must be 'auto' (from the device's memory), an integer >= 1 (tokens "
+                            "a forward pass) or None (no cap); got 0"),
+        "device": ("gpu", "must be one of 'auto', 'cpu', 'mps', 'cuda' or 'cuda:N' (N: a GPU's "
+                          "index); got 'gpu'"),
+        "seed": (-1, "must be an integer from 0 to 4294967295; got -1"),
+        "compare_model": ("", "must be a model: an embedded name (`xcomps-study tasks` lists "
+                              "them), a local folder or a Hugging Face id or None; got ''"),
+        "tasks": ("dust", "must be a non-empty list of strings; got 'dust'; pass a list: "
                           "-y '{tasks: [dust]}'"),
     }
     for name, (value, words) in cases.items():
         with pytest.raises(params.ParameterError) as err:
             params.check({**d, name: value}, "direct_scoring")
-        assert str(err.value) == f"direct_scoring: parameter {name!r} {words}"
-    with pytest.raises(params.ParameterError, match=r"parameter 'n_pairs' must be .*got True"):
+        assert str(err.value) == f"direct_scoring: the {name!r} parameter {words}"
+    with pytest.raises(params.ParameterError, match=r"'n_pairs' parameter must be .*got True$"):
         params.check({**d, "n_pairs": True}, "direct_scoring")  # a bool is not an integer here
-    with pytest.raises(params.ParameterError, match="'tasks' must be a non-empty list of task "
-                                                    "names.*did you mean 'blimp_anaphor'"):
+    with pytest.raises(params.ParameterError, match=r"'tasks\[0\]' parameter must be a task name"
+                                                    r".*got 'blimp_anaphr'.*did you mean "
+                                                    r"'blimp_anaphor'"):
         params.check({**d, "tasks": ["blimp_anaphr"]}, "direct_scoring")
 
 
@@ -148,23 +151,24 @@ def test_values_known_from_the_data_are_checked(data_dir):
     with pytest.raises(params.ParameterError) as err:
         params.check({**t, "pair_index": 10**9}, "token_perplexity_method")
     assert str(err.value) == (
-        "token_perplexity_method: parameter 'pair_index' must be an integer from 0 to 999 (the "
-        "task 'blimp_anaphor' has 1,000 pairs), got 1000000000 (int)")
+        "token_perplexity_method: the 'pair_index' parameter must be an integer from 0 to 999 "
+        "(the task 'blimp_anaphor' has 1,000 pairs); got 1000000000")
     params.check({**t, "pair_index": 999}, "token_perplexity_method")
-    with pytest.raises(params.ParameterError, match=r"'wording' must be one of 'grammatical'.*"
-                                                    r"\(the wordings of 'blimp'\), got 'gramatical'"
-                                                    r".*did you mean 'grammatical'"):
+    with pytest.raises(params.ParameterError, match=r"'wording' parameter must be one of "
+                                                    r"'grammatical'.*\(the wordings of 'blimp'\); "
+                                                    r"got 'gramatical'; did you mean "
+                                                    r"'grammatical'\?$"):
         params.check({**t, "wording": "gramatical"}, "token_perplexity_method")
-    with pytest.raises(params.ParameterError, match="'task' must be a task name.*did you mean "
-                                                    "'dust'"):
+    with pytest.raises(params.ParameterError, match="'task' parameter must be a task name.*got "
+                                                    "'dusty'.*did you mean 'dust'"):
         params.check({**t, "task": "dusty"}, "token_perplexity_method")
     x = params.sizes("xcomps_results")
-    with pytest.raises(params.ParameterError, match=r"'languages' must be a list of 'en', 'de'.*"
-                                                    r"sample files\), got \['en', 'ar'\]"):
+    with pytest.raises(params.ParameterError, match=r"'languages\[1\]' parameter must be one of "
+                                                    r"'en', 'de'.*sample files\); got 'ar'$"):
         params.check({**x, "languages": ["en", "ar"]}, "xcomps_results")
     params.check({**x, "languages": ["en", "ar"], "source": "upstream"}, "xcomps_results")
-    with pytest.raises(params.ParameterError, match=r"'methods' must be a non-empty list, each "
-                                                    r"one of 'meta', 'direct', 'neuro'"):
+    with pytest.raises(params.ParameterError, match=r"'methods\[1\]' parameter must be one of "
+                                                    r"'meta', 'direct', 'neuro'; got 'token_ppl'$"):
         params.check({**x, "methods": ["direct", "token_ppl"]}, "xcomps_results")
 
 
@@ -175,22 +179,37 @@ def test_a_name_papermill_injected_must_be_declared(data_dir):
     values = {**params.sizes("direct_scoring"), "In": ["", "model = 'x'", injected]}
     with pytest.raises(params.ParameterError) as err:
         params.check(values, "direct_scoring")
-    assert str(err.value).startswith("direct_scoring: parameter 'n_pair' is not declared (the "
+    assert str(err.value).startswith("direct_scoring: 'n_pair' is not a parameter (the "
                                      "chapter's parameters: model, tasks, n_pairs, ")
     assert str(err.value).endswith("; did you mean 'n_pairs'?")
     ok = PythonTranslator.codify({"n_pairs": 5}, comment="Parameters")
     params.check({**params.sizes("direct_scoring"), "n_pairs": 5, "In": ["", ok]},
                  "direct_scoring")
-    with pytest.raises(params.ParameterError, match="'seed' is not set"):
+    with pytest.raises(params.ParameterError, match="'seed' parameter must be an integer from 0 "
+                                                    "to 4294967295; it is missing; the chapter's "
+                                                    "parameters cell assigns it"):
         params.check({k: v for k, v in params.sizes("first_token").items() if k != "seed"},
                      "first_token")
 
 
 def test_the_types_are_the_package_declarations():
-    """A dtype, source or BOS policy added to config is a chapter's at once."""
-    assert set(params.Dtype.__args__) == set(config.DTYPES)
-    assert set(params.Source.__args__) == set(config.SOURCES)
-    assert set(params.BosPolicy.__args__) == set(config.bos_policies())
+    """A chapter's shared parameters have the one declaration's types (a dtype, source or BOS
+    policy added there is a chapter's at once), as the run parameters and sweep files have."""
+    from typing import get_args
+
+    from xcomps_utils import declare
+
+    for name in ("Seed", "Device", "Dtype", "Source", "BosPolicy", "Model", "TokenBudget"):
+        assert getattr(params, name, None) in (getattr(declare, name), None), name
+    assert params.Budget is declare.TokenBudget
+    fields = params.declaration("direct_scoring").model_fields
+    run = config.RunParameters.model_fields
+    for name in ("seed", "token_budget", "bos_policy"):
+        assert fields[name].annotation == run[name].annotation, name
+        assert fields[name].metadata == run[name].metadata, name
+    assert set(get_args(get_args(declare.Dtype)[0])) == set(config.DTYPES)
+    assert set(get_args(declare.Source)) == set(config.SOURCES)
+    assert set(get_args(declare.BosPolicy)) == set(config.bos_policies())
 
 
 # --- the visible table -------------------------------------------------------------------------------
@@ -235,7 +254,7 @@ def test_an_undeclared_name_stops_the_chapter_under_papermill(data_dir, tmp_path
     nb.cells = nb.cells[:check + 1]
     jupytext.write(nb, tmp_path / "in.ipynb")
     with pytest.raises(papermill.PapermillExecutionError,
-                       match="parameter 'language' is not declared .*did you mean 'languages'"):
+                       match="'language' is not a parameter .*did you mean 'languages'"):
         papermill.execute_notebook(str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"),
                                    parameters={"language": ["en"]}, cwd=str(REPO),
                                    kernel_name="python3", progress_bar=False)

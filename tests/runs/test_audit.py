@@ -61,7 +61,9 @@ def test_the_draw_covers_every_run_is_seeded_and_capped():
     assert len(d) == 9 and len({(u["run"], u["label"]) for u in d}) == 9
     assert {u["run"] for u in d} == runs
     assert len(A.plan_sample(cands, 1000, 0)) == len(cands)
-    with pytest.raises(ValueError, match=r"at least one shard per run.*has 5.*--sample 5 or more"):
+    with pytest.raises(ValueError, match=r"^the 'sample' parameter must be an integer >= 5 \(the "
+                                         r"audit recomputes at least one shard of each of the "
+                                         r"store's 5 run\(s\)\); got 4; or leave it out"):
         A.plan_sample(cands, 4, 0)
 
 

@@ -16,9 +16,15 @@ CLI = [sys.executable, "-m", "xcomps_utils.runs.cli"]
 
 
 def test_usage_errors_exit_2_and_name_the_option():
+    """A value its declared type refuses is the package's error (exit code 1, the line a sweep
+    file and methods.run give); click's usage errors (options that do not go together, an
+    unknown option) keep exit code 2."""
     r = CliRunner().invoke(cli.main, ["run", "direct", "--task", "blimp_anaphor",
                                       "--n-pairs", "abc"])
-    assert r.exit_code == 2 and "--n-pairs" in r.output and "abc" in r.output
+    assert r.exit_code == 1 and r.output == ("Error: the 'n_pairs' parameter must be an integer "
+                                             ">= 1; got 'abc'\n")
+    r = CliRunner().invoke(cli.main, ["run", "direct", "--task", "blimp_anaphor", "--nope"])
+    assert r.exit_code == 2 and "No such option '--nope'" in r.output
     r = CliRunner().invoke(cli.main, ["run", "direct"])
     assert r.exit_code == 2 and "either --task or --languages" in r.output
     r = CliRunner().invoke(cli.main, ["run", "meta", "--task", "blimp_anaphor"])
@@ -27,6 +33,41 @@ def test_usage_errors_exit_2_and_name_the_option():
     r = CliRunner().invoke(cli.main, ["run", "meta", "--task", "bmlama17:vi", "--model",
                                       "no-such-model-xyz"])
     assert "meta:" not in r.output and r.exit_code != 0
+
+
+def test_a_deliberate_error_is_one_line_and_a_bug_is_a_traceback(tmp_path, monkeypatch):
+    """An ``XcompsError`` (raised on purpose: it says what is wrong and what to do) is one line
+    on stderr and exit code 1; any other exception is a bug: its traceback, a line asking for a
+    report, exit code ``cli.BUG`` (70). Before, both were one line and exit code 1, so a bug
+    looked like bad input and lost its traceback."""
+    from xcomps_utils.pairs import data
+    from xcomps_utils.runs import planner
+
+    def missing(*a, **k):
+        raise data.DataError("missing data file x.jsonl; set XCOMPS_DATA_DIR")
+
+    monkeypatch.setattr(planner, "select", missing)
+    args = ["run", "direct", "--task", "blimp_anaphor", "--n-pairs", "2", "--store",
+            str(tmp_path / "s")]
+    r = CliRunner().invoke(cli.main, args)
+    assert (r.exit_code, r.stdout, r.stderr) == (
+        1, "", "Error: missing data file x.jsonl; set XCOMPS_DATA_DIR\n")
+
+    def bug(*a, **k):
+        return {}["no such key"]  # a KeyError nobody raised on purpose
+
+    monkeypatch.setattr(planner, "select", bug)
+    r = CliRunner().invoke(cli.main, args)
+    assert r.exit_code == cli.BUG == 70 and r.stdout == ""
+    assert r.stderr.startswith("Traceback (most recent call last):")
+    assert "KeyError: 'no such key'" in r.stderr and "in bug" in r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("xcomps-study ") and "a bug" in r.stderr
+    # --debug: the traceback of a deliberate error too, and still exit code 1
+    monkeypatch.setattr(planner, "select", missing)
+    r = CliRunner().invoke(cli.main, ["--debug", *args])
+    assert r.exit_code == 1 and "Traceback" in r.stderr and "in missing" in r.stderr
+    assert r.stderr.strip().splitlines()[-1] == ("Error: missing data file x.jsonl; set "
+                                                 "XCOMPS_DATA_DIR")
 
 
 def test_unknown_model_fails_at_once_listing_the_embedded_ones(data_dir, tmp_path):

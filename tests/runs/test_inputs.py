@@ -71,9 +71,12 @@ def test_text_starting_with_the_bos_string_is_an_error(lm, tmp_path):
 
 
 def test_methods_none_and_bad_methods_are_clear():
-    with pytest.raises(ValueError, match="methods must be a method name or a list"):
+    with pytest.raises(ValueError, match=r"^the 'methods' parameter must be a non-empty list of "
+                                         r"strings; got None$"):
         methods.run("smollm2-135m-instruct", _pairs("A."), None)
-    with pytest.raises(ValueError, match=r"unknown method\(s\) \['dirct'\]"):
+    with pytest.raises(ValueError, match=r"^the 'methods\[0\]' parameter must be one of the 4 "
+                                         r"methods \('direct', .*; got 'dirct'; did you mean "
+                                         r"'direct'\?$"):
         methods.run("smollm2-135m-instruct", _pairs("A."), ["dirct"])
 
 
@@ -84,16 +87,18 @@ def test_token_ppl_on_xcomps_fails_before_the_model_and_leaves_no_run(data_dir, 
     r = subprocess.run(CLI + ["run", "token_ppl", "--languages", "en", "--items-per-language",
                               "1", "--store", str(tmp_path)], capture_output=True, text=True,
                        timeout=300)
-    assert r.returncode == 1 and "no prompt wordings for XCOMPS" in r.stderr
+    assert r.returncode == 1 and "token-level perplexity has none for XCOMPS yet" in r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "runs").exists()
     assert time.monotonic() - start < 30
 
 
 @pytest.mark.parametrize("device, expect", [
-    ("bogus", "unknown device 'bogus'; use auto, cpu, cuda, cuda:N or mps"),
-    pytest.param("cuda", "device 'cuda' is not available",
+    ("bogus", "the 'device' parameter must be one of 'auto', 'cpu', 'mps', 'cuda' or 'cuda:N' "
+              "(N: a GPU's index); got 'bogus'"),
+    pytest.param("cuda", "the 'device' parameter must be a device this machine has: 'cpu' or "
+                         "'auto' (torch ",
                  marks=pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here")),
-    pytest.param("cuda:7", "not available",
+    pytest.param("cuda:7", "the 'device' parameter must be a device this machine has",
                  marks=pytest.mark.skipif(torch.cuda.device_count() > 7, reason="8 GPUs"))])
 def test_bad_device_is_one_line_before_the_model_loads(device, expect, data_dir, tmp_path):
     """Repro 6: --device cuda on a CPU-only torch and --device bogus gave tracebacks, after
@@ -111,7 +116,10 @@ def test_debug_shows_the_traceback(data_dir, tmp_path):
     r = subprocess.run(CLI + ["--debug", "run", "direct", "--task", "blimp_anaphor",
                               "--n-pairs", "2", "--device", "bogus", "--store", str(tmp_path)],
                        capture_output=True, text=True, timeout=300)
-    assert r.returncode == 1 and "Traceback" in r.stderr and "unknown device" in r.stderr
+    assert r.returncode == 1 and "Traceback" in r.stderr
+    assert r.stderr.strip().splitlines()[-1] == (
+        "Error: the 'device' parameter must be one of 'auto', 'cpu', 'mps', 'cuda' or 'cuda:N' "
+        "(N: a GPU's index); got 'bogus'")
 
 
 def test_a_garbage_shard_is_a_one_line_error(lm, data_dir, tmp_path):
@@ -205,31 +213,33 @@ def _no_model(monkeypatch):
 def test_n_pairs_above_the_task_is_refused_before_any_model_loads(data_dir, tmp_path,
                                                                    monkeypatch):
     """`run direct --task bmlama17:vi --n-pairs 1000000000000` started a run of all 59,143
-    pairs, saying nothing of the task holding fewer. The command line names its flag (not the
-    planner's parameter ``n_pairs``, nor Python's ``None``)."""
+    pairs, saying nothing of the task holding fewer. The line is the one a sweep file and
+    ``methods.run`` give (``--n-pairs none`` is every pair)."""
     _no_model(monkeypatch)
     start = time.monotonic()
     r = CliRunner().invoke(cli.main, ["run", "direct", "--task", "bmlama17:vi", "--n-pairs",
                                       "1000000000000", "--store", str(tmp_path / "s")])
     assert r.exit_code == 1, r.output
-    assert ("--n-pairs must be at most 59,143 (the pairs bmlama17:vi holds); leave --n-pairs "
-            "out for every pair; got 1000000000000") in r.output
-    assert "n_pairs" not in r.output and "None" not in r.output
-    assert len(r.output.strip().splitlines()) == 1 and not (tmp_path / "s" / "runs").exists()
+    assert r.output.strip() == (
+        "Error: the 'n_pairs' parameter must be an integer from 1 to 59,143 (the pairs "
+        "bmlama17:vi holds) or None (every one); got 1000000000000")
+    assert not (tmp_path / "s" / "runs").exists()
     assert time.monotonic() - start < 30
 
 
 def test_planner_select_refuses_a_size_no_task_holds(data_dir):
-    with pytest.raises(tasks.SizeError, match=r"^n_pairs must be at most 2,122 \(the pairs "
-                                              r"dust holds\), or None for every one; got 2123$"):
+    with pytest.raises(tasks.SizeError, match=r"^the 'n_pairs' parameter must be an integer from "
+                                              r"1 to 2,122 \(the pairs dust holds\) or None "
+                                              r"\(every one\); got 2123$"):
         planner.select(["direct"], ["dust"], n_pairs=2123)
-    with pytest.raises(tasks.SizeError, match=r"at most 2,114 \(the pairs dust holds after "
+    with pytest.raises(tasks.SizeError, match=r"from 1 to 2,114 \(the pairs dust holds after "
                                               r"token-level perplexity's selection\)"):
         planner.select(["token_ppl"], ["dust"], n_pairs=2122)
     with pytest.raises(tasks.SizeError, match=r"the largest of its 2 tasks, dust, holds"):
         planner.select(["direct"], ["clams:en:simple_agrmt", "dust"], n_pairs=5000)
-    with pytest.raises(tasks.SizeError, match=r"^items_per_language must be at most 30 \(the "
-                                              r"items XCOMPS' sample holds per language\)"):
+    with pytest.raises(tasks.SizeError, match=r"^the 'items_per_language' parameter must be an "
+                                              r"integer from 1 to 30 \(the items XCOMPS' sample "
+                                              r"holds per language\)"):
         planner.select(["direct"], languages=["en", "de"], items_per_language=31)
     # at the bound, and a smaller task beside a larger one ("up to n per task"): accepted
     assert len(planner.select(["direct"], ["dust"], n_pairs=2122)[0].pairs) == 2122
@@ -250,11 +260,14 @@ def test_a_sweep_file_refuses_a_size_above_its_tasks(data_dir, tmp_path, monkeyp
                                               "n_pairs": 1000000000000}]}))
     r = CliRunner().invoke(cli.main, ["sweep", str(path), "--dry-run"])
     assert r.exit_code == 1, r.output
-    assert (f"{path}: data[1].n_pairs: 1000000000000 is more than the pairs bmlama17:vi holds; "
-            f"allowed: an integer from 1 to 59,143, or null (every one)") in r.output
+    assert r.output.strip() == (
+        f"Error: {path}: the 'data[1].n_pairs' parameter must be an integer from 1 to 59,143 (the "
+        f"pairs bmlama17:vi holds) or None (every one); got 1000000000000")
     from xcomps_utils.runs import sweep as SW
 
-    with pytest.raises(SW.SweepError, match=r"data\[0\]\.items_per_language: 31 is more than "
-                                            r"the items XCOMPS' sample holds"):
+    with pytest.raises(tasks.SizeError, match=r"the 'data\[0\]\.items_per_language' parameter "
+                                              r"must be an integer from 1 to 30 \(the items "
+                                              r"XCOMPS' sample holds per language\) or None "
+                                              r"\(every one\); got 31$"):
         SW.parse_sweep({"models": ["smollm2-135m-instruct"], "methods": ["direct"],
                         "data": [{"languages": ["en"], "items_per_language": 31}]})

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from xcomps_utils.declare import ParameterError
 from xcomps_utils.pairs import xcomps
 from xcomps_utils.runs import (cli, execute as methods, planner, ray_executor as RE, store as S,
                                sweep as SW)
@@ -80,34 +81,61 @@ def reference(lm, pairs, tmp_path_factory):
 # --- the sweep file ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("fields, message", [
-    ({"methods": ["direkt"]}, r"methods\[0\]: unknown value 'direkt' \(did you mean 'direct'\?\); "
-                              r"allowed: direct, meta, neuro, token_ppl"),
-    ({"modles": ["x"]}, r"modles: unknown field \(did you mean 'models'\?\); allowed: store, "
-                        r"models, methods"),
+    ({"methods": ["direkt"]}, "the 'methods[0]' parameter must be one of the 4 methods ('direct', "
+                              "'meta', 'neuro', 'token_ppl'); got 'direkt'; did you mean "
+                              "'direct'?"),
+    ({"modles": ["x"]}, "'modles' is not a parameter (the parameters: bos_policy, token_budget, "
+                        "batch_size, use_chat_template, wordings, probe_by, n_splits, "
+                        "inner_splits, seed, store, models, methods, data, device, dtype, "
+                        "revision, shard_size, executor, ray); did you mean 'models'?"),
     ({"data": [{"tasks": ["blimp_anaphor"]}], "methods": ["meta"]},
-     r"methods: a pair set of tasks cannot run meta: Meta needs XCOMPS or BMLAMA pairs .*; allowed: "
-     r"direct, neuro, token_ppl"),
-    ({"data": [{"languages": ["en", "xx"]}]}, r"data\[0\]\.languages\[1\]: unknown value 'xx'; "
-                                              r"allowed: en, de, fr"),
-    ({"data": [{"tasks": ["blimp_anaphora"]}]}, r"data\[0\]\.tasks\[0\]: unknown task "
-                                                r"'blimp_anaphora'; did you mean"),
-    ({"data": [{"languages": ["en"], "tasks": ["dust"]}]}, r"data\[0\]: each pair set has either"),
-    ({"data": [{"languages": ["en"], "n_pairs": 3}]}, r"data\[0\]\.n_pairs: unknown field; "
-                                                      r"allowed: languages, source, "
-                                                      r"items_per_language, methods"),
-    ({"shard_size": 0}, r"shard_size: 0 is not an integer >= 1"),
-    ({"shard_size": {"direct": 5, "neuroo": 2}}, r"shard_size\.neuroo: unknown field"),
-    ({"dtype": "fp32"}, r"dtype: 'fp32' is not allowed; allowed: auto, float32, bfloat16"),
-    ({"ray": {"replicas": "many"}}, r"ray\.replicas: 'many' is not an integer >= 1"),
-    ({"ray": {"num_gpu": 1}}, r"ray\.num_gpu: unknown field \(did you mean 'num_gpus'\?\)"),
-    ({"executor": "dask"}, r"executor: 'dask' is not allowed; allowed: auto, ray, local"),
-    ({"models": []}, r"models: \[\] is not a non-empty list of names"),
+     "the 'methods' parameter must be methods a pair set of tasks can run ('direct', 'neuro', "
+     "'token_ppl'); got 'meta'; Meta needs XCOMPS or BMLAMA pairs (its question names a "
+     "concept's property or a fact's candidates) (a pair set with 'languages'); give data[0] "
+     "its own 'methods' list"),
+    ({"data": [{"languages": ["en", "xx"]}]}, "the 'data[0].languages[1]' parameter must be one "
+                                              "of the 7 XCOMPS sample languages ('en', 'de', "
+                                              "'fr', 'zh', 'vi', 'tr', 'hu'); got 'xx'"),
+    ({"data": [{"tasks": ["blimp_anaphora"]}]}, "the 'data[0].tasks[0]' parameter must be a task "
+                                                "name (`xcomps-study tasks` lists them); got "
+                                                "'blimp_anaphora'; unknown task 'blimp_anaphora'; "
+                                                "did you mean 'blimp_anaphor', 'blimp_animacy'? "),
+    ({"data": [{"languages": ["en"], "tasks": ["dust"]}]},
+     "the 'data[0]' parameter must be a pair set with either 'languages' (XCOMPS) or 'tasks': "),
+    ({"data": [{"languages": ["en"], "n_pairs": 3}]}, "'data[0].n_pairs' is not a parameter (the "
+                                                      "parameters: languages, source, "
+                                                      "items_per_language, methods)"),
+    ({"shard_size": 0}, "the 'shard_size' parameter must be an integer >= 1, a mapping of "
+                        "methods to integers >= 1 ({direct: 1000, meta: 200}) or None (each "
+                        "method's default); got 0"),
+    ({"shard_size": {"direct": 5, "neuroo": 2}}, "the 'shard_size.neuroo' parameter must be one "
+                                                 "of the 4 methods ('direct', 'meta', 'neuro', "
+                                                 "'token_ppl'); got 'neuroo'; did you mean "
+                                                 "'neuro'?"),
+    ({"dtype": "float64"}, "the 'dtype' parameter must be one of 'auto', 'float32', 'bfloat16', "
+                           "'float16' (or 'fp32', 'bf16', 'fp16'); got 'float64'"),
+    ({"ray": {"replicas": "many"}}, "the 'ray.replicas' parameter must be 'auto' or an integer "
+                                    ">= 1; got 'many'"),
+    ({"ray": {"num_gpu": 1}}, "'ray.num_gpu' is not a parameter (the parameters: address, "
+                              "replicas, num_gpus, num_cpus, probe_cpus, max_retries); did you "
+                              "mean 'num_gpus'?"),
+    ({"executor": "dask"}, "the 'executor' parameter must be one of 'auto', 'ray', 'local'; got "
+                           "'dask'"),
+    ({"models": []}, "the 'models' parameter must be a non-empty list, each a model: an embedded "
+                     "name (`xcomps-study tasks` lists them), a local folder or a Hugging Face "
+                     "id; got []"),
 ])
 def test_sweep_file_errors_name_file_field_and_what_is_allowed(tmp_path, fields, message):
+    """In the one form of :mod:`xcomps_utils.declare`, prefixed with the file."""
     path = _file(tmp_path, **fields)
-    with pytest.raises(SW.SweepError, match=message) as err:
+    with pytest.raises(ParameterError) as err:
         SW.load_sweep(path)
-    assert str(err.value).startswith(f"{path}: ")
+    assert str(err.value).startswith(f"{path}: {message}"), str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_a_short_dtype_name_is_the_long_one(tmp_path):
+    assert SW.load_sweep(_file(tmp_path, dtype="bf16")).dtype == "bfloat16"
 
 
 def test_meta_runs_on_bmlama_tasks_in_a_sweep_file(tmp_path):

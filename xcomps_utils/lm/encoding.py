@@ -20,15 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..declare import (BatchSize, BOS_POLICIES, BosPolicy, check, ParameterError,
+                       ParameterTypeError, TokenBudget)
+from ..errors import InputError
+
 __all__ = ["BOS_POLICIES", "Encoded", "check_texts", "check_pair_texts", "fit_context",
            "context_length", "context_token", "encode", "length_batches", "default_token_budget"]
-
-BOS_POLICIES = {
-    "bos": "BOS (EOS if none) prepended; every token of the text scored",
-    "drop_first": "no BOS; first token is context only (minicons default)",
-    "lm_eval": "BOS (EOS if none) then ' ' + text; every token scored (lm-eval default)",
-}
-
 
 @dataclass
 class Encoded:
@@ -49,21 +46,20 @@ def check_texts(texts, what: str = "texts") -> list[str]:
     """``texts`` as a list of non-empty strings.
 
     Raises:
-        TypeError: a bare string (which would otherwise be scored one character at a time), or
-            not an iterable.
-        ValueError: an empty or non-string element (names its index).
+        ParameterTypeError: (a ``TypeError``) a bare string (which would otherwise be scored one
+            character at a time), or not an iterable.
+        ParameterError: an empty or non-string element (names its index).
     """
     if isinstance(texts, (str, bytes)):
-        raise TypeError(f"{what} must be a list of strings, got one {type(texts).__name__} "
-                        f"({texts[:40]!r}); wrap a single text in a list: [text]")
+        raise ParameterTypeError(what, "a list of strings", texts,
+                                 "wrap a single text in a list: [text]")
     try:
         texts = list(texts)
-    except TypeError as err:
-        raise TypeError(f"{what} must be a list of strings, got {type(texts).__name__}") from err
+    except TypeError:
+        raise ParameterTypeError(what, "a list of strings", texts) from None
     for i, t in enumerate(texts):
         if not isinstance(t, str) or not t:
-            raise ValueError(f"{what[:-1] if what.endswith('s') else what} #{i} is empty or "
-                             f"not a string: {t!r}")
+            raise ParameterError(f"{what}[{i}]", "a non-empty string", t)
     return texts
 
 
@@ -128,7 +124,7 @@ def check_pair_texts(pairs, fields=("good", "bad")) -> None:
     """Check the texts of minimal pairs before any work (see :func:`text_problem`).
 
     Raises:
-        ValueError: the first bad text, naming the pair (task/lang/pair_id and row) and field.
+        InputError: the first bad text, naming the pair (task/lang/pair_id and row) and field.
     """
     for field in fields:
         if field not in pairs:
@@ -137,7 +133,7 @@ def check_pair_texts(pairs, fields=("good", "bad")) -> None:
             problem = text_problem(text)
             if problem:
                 shown = repr(text) if len(repr(text)) <= 80 else repr(text)[:77] + "..."
-                raise ValueError(f"{_pair_name(pairs, row)}: {field!r} is {problem}: {shown}; "
+                raise InputError(f"{_pair_name(pairs, row)}: {field!r} is {problem}: {shown}; "
                                  f"fix or drop that pair")
 
 
@@ -166,7 +162,7 @@ def fit_context(lm, pairs, fields=("good", "bad"), together: bool = False,
         the pairs (a copy with the cut texts if anything was truncated).
 
     Raises:
-        ValueError: a text starting with the BOS string or holding a special token, or too
+        InputError: a text starting with the BOS string or holding a special token, or too
             long for the context (names the pair, field, length and context, and
             ``truncate``).
     """
@@ -175,7 +171,7 @@ def fit_context(lm, pairs, fields=("good", "bad"), together: bool = False,
         for field in fields:
             for row, text in enumerate(pairs[field]):
                 if text.startswith(special):
-                    raise ValueError(
+                    raise InputError(
                         f"{_pair_name(pairs, row)}: {field!r} starts with the BOS string "
                         f"{special!r}; remove it (the scorer puts one BOS before every text)")
     found = _special_tokens(tok)
@@ -183,7 +179,7 @@ def fit_context(lm, pairs, fields=("good", "bad"), together: bool = False,
         for row, text in enumerate(pairs[field]):
             hit = found.search(text)
             if hit:
-                raise ValueError(
+                raise InputError(
                     f"{_pair_name(pairs, row)}: {field!r} holds {hit.group()!r}, a special token "
                     f"of the model's tokenizer, which would read it as a control token; remove "
                     f"it (special tokens are refused, not escaped)")
@@ -202,7 +198,7 @@ def fit_context(lm, pairs, fields=("good", "bad"), together: bool = False,
             if need <= ctx or (together and lengths[field][row] <= limit):
                 continue
             if not truncate:
-                raise ValueError(
+                raise InputError(
                     f"{_pair_name(pairs, row)}: {field!r} is {lengths[field][row]:,} tokens, "
                     f"{'with the other texts of its prompt ' if together else ''}{need:,} with "
                     f"BOS: longer than the model's context of {ctx:,} tokens; shorten it, or "
@@ -233,11 +229,11 @@ def context_token(tokenizer) -> int:
     """The id put before a text: BOS, or EOS for tokenizers without BOS (GPT-2, Qwen).
 
     Raises:
-        ValueError: the tokenizer has neither.
+        InputError: the tokenizer has neither.
     """
     tid = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     if tid is None:
-        raise ValueError("the tokenizer has neither a BOS nor an EOS token; use bos_policy='drop_first'")
+        raise InputError("the tokenizer has neither a BOS nor an EOS token; use bos_policy='drop_first'")
     return tid
 
 
@@ -251,11 +247,11 @@ def encode(tokenizer, texts: list[str], bos_policy: str = "bos") -> list[Encoded
         ``N`` :class:`Encoded`, input order.
 
     Raises:
-        ValueError: unknown policy, an empty text, or a text that encodes to no token.
-        TypeError: a bare string instead of a list (see :func:`check_texts`).
+        ParameterError: unknown policy, an empty text (see :func:`check_texts`).
+        ParameterTypeError: a bare string instead of a list (see :func:`check_texts`).
+        InputError: a text that encodes to no token.
     """
-    if bos_policy not in BOS_POLICIES:
-        raise ValueError(f"unknown bos_policy {bos_policy!r}; use one of {list(BOS_POLICIES)}")
+    bos_policy = check(BosPolicy, bos_policy, "bos_policy")
     texts = check_texts(texts)
     if not texts:
         return []
@@ -265,7 +261,7 @@ def encode(tokenizer, texts: list[str], bos_policy: str = "bos") -> list[Encoded
     out = []
     for i, (ids, offs) in enumerate(zip(enc["input_ids"], enc["offset_mapping"])):
         if not ids:
-            raise ValueError(f"text #{i} {texts[i]!r} encodes to no token")
+            raise InputError(f"text #{i} {texts[i]!r} encodes to no token")
         offs = np.clip(np.asarray(offs, dtype=np.int64).reshape(-1, 2) - shift, 0, None)
         if bos_policy == "drop_first":
             out.append(Encoded(list(ids), 1, offs[1:]))
@@ -287,12 +283,10 @@ def length_batches(lengths: list[int], batch_size: int | None, token_budget: int
     3e-6 without padding whatever the batch size (``tests/lm/test_scoring.py``).
 
     Raises:
-        ValueError: ``batch_size`` or ``token_budget`` below 1.
+        ParameterError: ``batch_size`` or ``token_budget`` not an integer >= 1 or None.
     """
-    if batch_size is not None and batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1 or None, got {batch_size}")
-    if token_budget is not None and token_budget < 1:
-        raise ValueError(f"token_budget must be >= 1, 'auto' or None, got {token_budget}")
+    batch_size = check(BatchSize, batch_size, "batch_size")
+    token_budget = check(BatchSize, token_budget, "token_budget")
     cap = batch_size or len(lengths) or 1
     by_length: dict[int, list[int]] = {}
     for i, n in enumerate(lengths):
@@ -342,14 +336,7 @@ def resolve_token_budget(lm, token_budget, held_per_text: int = 0) -> int | None
     ``None`` as given.
 
     Raises:
-        ValueError: anything else (names the parameter).
+        ParameterError: anything else (:data:`xcomps_utils.declare.TokenBudget`).
     """
-    if token_budget == "auto":
-        return default_token_budget(lm, held_per_text)
-    if token_budget is None:
-        return None
-    if isinstance(token_budget, bool) or not isinstance(token_budget, (int, np.integer)) \
-            or token_budget < 1:
-        raise ValueError(f"token_budget must be 'auto', None or an integer >= 1, got "
-                         f"{token_budget!r}")
-    return int(token_budget)
+    token_budget = check(TokenBudget, token_budget, "token_budget")
+    return default_token_budget(lm, held_per_text) if token_budget == "auto" else token_budget

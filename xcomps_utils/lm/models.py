@@ -48,17 +48,14 @@ from urllib.parse import urlsplit
 import torch
 from filelock import FileLock
 
+from .. import declare
 from ..errors import XcompsError
 from ..pairs.data import file_sha256
 from ..paths import cache_dir
-from .precision import DTYPES
-
-#: Short names accepted for the dtypes of :data:`xcomps_utils.lm.precision.DTYPES`.
-DTYPE_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 __all__ = ["LanguageModel", "EMBEDDED_MODELS", "MANIFEST", "ModelCacheError",
-           "ModelNotFoundError", "load_model", "check_model", "model_identity",
-           "resolve_device_dtype", "verify_converted"]
+           "ModelNotFoundError", "ModelPackageMissing", "load_model", "check_model",
+           "model_identity", "resolve_device_dtype", "verify_converted"]
 
 HUB_TIMEOUT_S = 3.0  # bound on the hub reachability check (TCP connect to the endpoint)
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf")
@@ -69,6 +66,10 @@ class ModelCacheError(XcompsError, RuntimeError):
     """An embedded model's converted cache is still damaged (or still fails to load) after it
     was moved aside and reconverted from its GGUF once. The message names the file, the folders
     set aside, and what to check."""
+
+
+class ModelPackageMissing(XcompsError, ModuleNotFoundError):
+    """An embedded model's package is not installed; the message says how to install it."""
 
 
 class ModelNotFoundError(XcompsError, ValueError):
@@ -142,54 +143,43 @@ def _identity(name: str, revision: str | None, device: torch.device, dtype: torc
             "dtype": str(dtype).removeprefix("torch.")}
 
 
-_DEVICE_TYPES = ("cpu", "cuda", "mps")
-
-
 def resolve_device_dtype(device: str | torch.device | None = "auto",
                          dtype: str | torch.dtype | None = "auto", check: bool = False
                          ) -> tuple[torch.device, torch.dtype]:
-    """Default: CUDA if available with bfloat16, else CPU with float32.
+    """The device and dtype of names declared by :data:`xcomps_utils.declare.Device` and
+    :data:`~xcomps_utils.declare.Dtype` (a ``torch.device`` or ``torch.dtype`` taken by its
+    name; ``None``: ``"auto"``). Default: CUDA if available with bfloat16, else CPU with float32.
 
     Args:
         check: also require the device to be there (a CUDA device on a CPU-only torch, or an
             index past the GPUs, fails), as before loading a model on it.
 
     Raises:
-        ValueError: an unknown device or dtype name; with ``check``, a device this machine
+        ParameterError: an unknown device or dtype name; with ``check``, a device this machine
             lacks (says which torch build it is and what to pass instead).
     """
-    if device in (None, "auto"):
+    device = declare.check(declare.Device, "auto" if device is None else str(device), "device")
+    dtype = declare.check(declare.Dtype, "auto" if dtype is None else
+                          str(dtype).removeprefix("torch."), "dtype")
+    if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        device = torch.device(device)
-    except (RuntimeError, TypeError, ValueError):
-        raise ValueError(f"unknown device {device!r}; use auto, cpu, cuda, cuda:N or mps"
-                         ) from None
-    if device.type not in _DEVICE_TYPES:
-        raise ValueError(f"unsupported device {str(device)!r}; use auto, cpu, cuda, cuda:N or mps")
-    if check and device.type == "cuda":
-        if not torch.cuda.is_available():
+    device = torch.device(device)
+    if check:
+        lacks = None
+        if device.type == "cuda" and not torch.cuda.is_available():
             build = "a CPU-only build" if torch.version.cuda is None else "no GPU is visible"
-            raise ValueError(f"device {str(device)!r} is not available: torch {torch.__version__} "
-                             f"is {build}; use device cpu (or auto)")
-        if device.index is not None and device.index >= torch.cuda.device_count():
-            raise ValueError(f"device {str(device)!r} is not available: this machine has "
-                             f"{torch.cuda.device_count()} GPU(s), cuda:0 to "
-                             f"cuda:{torch.cuda.device_count() - 1}")
-    if check and device.type == "mps" and not torch.backends.mps.is_available():
-        raise ValueError("device 'mps' is not available on this machine; use cpu (or auto)")
-    if dtype in (None, "auto"):
-        dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    known = [n for n in DTYPES if n != "auto"]  # the one declaration (xcomps_utils.lm.precision)
-    if isinstance(dtype, str):
-        name = DTYPE_ALIASES.get(dtype, dtype)
-        if name not in known:
-            raise ValueError(f"unknown dtype {dtype!r}; use one of "
-                             f"{sorted(known + list(DTYPE_ALIASES))}")
-        dtype = getattr(torch, name)
-    if dtype not in [getattr(torch, n) for n in known]:
-        raise ValueError(f"unsupported dtype {dtype!r}; use {', '.join(known)}")
-    return device, dtype
+            lacks = f"'cpu' or 'auto' (torch {torch.__version__} is {build})"
+        elif device.type == "cuda" and (device.index or 0) >= torch.cuda.device_count():
+            n = torch.cuda.device_count()
+            lacks = f"'cpu', 'auto', 'cuda' or 'cuda:0' to 'cuda:{n - 1}' (it has {n} GPU(s))"
+        elif device.type == "mps" and not torch.backends.mps.is_available():
+            lacks = "'cpu' or 'auto' (it has no MPS)"
+        if lacks:
+            raise declare.ParameterError("device", f"a device this machine has: {lacks}",
+                                         str(device))
+    if dtype == "auto":
+        dtype = "bfloat16" if device.type == "cuda" else "float32"
+    return device, getattr(torch, dtype)
 
 
 def _folder_fingerprint(folder: Path) -> str:
@@ -348,15 +338,16 @@ def check_model(name: str, revision: str | None = None) -> None:
     cache or on a reachable hub (about :data:`HUB_TIMEOUT_S` seconds).
 
     Raises:
+        ParameterError: not a model name (:data:`xcomps_utils.declare.Model`).
         ModelNotFoundError: as :func:`load_model` would (lists the embedded models).
-        ModuleNotFoundError: an embedded model's package is not installed (says how).
+        ModelPackageMissing: (a ``ModuleNotFoundError``) an embedded model's package is not
+            installed (says how).
     """
-    if not isinstance(name, str) or not name:
-        raise ModelNotFoundError(f"a model name must be a non-empty string, got {name!r}")
+    name = declare.check(declare.Model, name, "model")
     if name in EMBEDDED_MODELS:
         spec = EMBEDDED_MODELS[name]
         if importlib.util.find_spec(spec.package) is None:
-            raise ModuleNotFoundError(f"embedded model needs the package {spec.package!r}: "
+            raise ModelPackageMissing(f"embedded model needs the package {spec.package!r}: "
                                       f"{spec.pip}")
     elif _looks_like_path(name):
         _model_folder(name)
@@ -389,9 +380,10 @@ def model_identity(name: str, revision: str | None = None, device="auto", dtype=
 
     Raises:
         ModelNotFoundError: a path-like name that is not a model folder, or an invalid hub id.
-        ModuleNotFoundError: an embedded model's package is not installed.
-        ValueError: an unknown dtype name; a chunked embedded package whose parts do not hash
-            to the SHA-256 it records.
+        ModelPackageMissing: an embedded model's package is not installed.
+        ParameterError: an unknown device or dtype name.
+        ModelCacheError: a chunked embedded package whose parts do not hash to the SHA-256 it
+            records.
     """
     device, dtype = resolve_device_dtype(device, dtype)
     if name in EMBEDDED_MODELS:
@@ -408,11 +400,11 @@ def _package_folder(spec: _Embedded) -> Path:
     """The installed folder of an embedded model's package (found, not imported).
 
     Raises:
-        ModuleNotFoundError: the package is not installed (says how to install it).
+        ModelPackageMissing: the package is not installed (says how to install it).
     """
     found = importlib.util.find_spec(spec.package)
     if found is None:
-        raise ModuleNotFoundError(f"embedded model needs the package {spec.package!r}: {spec.pip}")
+        raise ModelPackageMissing(f"embedded model needs the package {spec.package!r}: {spec.pip}")
     return Path(next(iter(found.submodule_search_locations)))
 
 
@@ -422,7 +414,7 @@ def _embedded_gguf(spec: _Embedded) -> Path:
     :func:`_embedded_sha256`.
 
     Raises:
-        ModuleNotFoundError: the package is not installed (says how to install it).
+        ModelPackageMissing: the package is not installed (says how to install it).
     """
     folder = _package_folder(spec)
     if spec.filename is not None:
@@ -445,9 +437,9 @@ def _embedded_sha256(spec: _Embedded) -> str:
     (0.3 ms), and a replaced file (another size or time) is hashed again.
 
     Raises:
-        ModuleNotFoundError: the package is not installed (says how to install it).
-        ValueError: a chunked package's parts do not hash to the SHA-256 it records (a damaged
-            install: assembling them would fail the same way).
+        ModelPackageMissing: the package is not installed (says how to install it).
+        ModelCacheError: a chunked package's parts do not hash to the SHA-256 it records (a
+            damaged install: assembling them would fail the same way).
     """
     folder = _package_folder(spec)
     module = None
@@ -465,10 +457,10 @@ def _embedded_sha256(spec: _Embedded) -> str:
                     digest.update(block)
         sha = digest.hexdigest()
         if module is not None and sha != module.EXPECTED_SHA256:
-            raise ValueError(f"the parts of the package {spec.package!r} ({files[0].parent} ...) "
-                             f"hash to SHA-256 {sha[:16]}..., not the {module.EXPECTED_SHA256[:16]}"
-                             f"... it records: a damaged install; reinstall it ({spec.pip} "
-                             f"--force-reinstall)")
+            raise ModelCacheError(f"the parts of the package {spec.package!r} ({files[0].parent} "
+                                  f"...) hash to SHA-256 {sha[:16]}..., not the "
+                                  f"{module.EXPECTED_SHA256[:16]}... it records: a damaged "
+                                  f"install; reinstall it ({spec.pip} --force-reinstall)")
         _SHA256_SEEN[seen] = sha
     return _SHA256_SEEN[seen]
 
@@ -905,7 +897,8 @@ def _load(name: str, path: str, rev: str | None, device: torch.device, dtype: to
     model = AutoModelForCausalLM.from_pretrained(path, revision=revision, dtype=dtype, **kwargs)
     model.to(device).eval()
     if not getattr(tokenizer, "is_fast", False):
-        raise TypeError(f"{name}: a fast tokenizer is needed for character offsets")
+        raise ModelNotFoundError(f"{name}: a fast tokenizer is needed for character offsets; "
+                                 f"give a model whose tokenizer has a fast (Rust) version")
     return LanguageModel(model, tokenizer, name, rev, device, dtype, source)
 
 

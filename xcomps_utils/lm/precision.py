@@ -36,9 +36,7 @@ import os
 import numpy as np
 
 from .. import MKL_CBWR
-
-#: Model dtypes a run may ask for (``auto``: bfloat16 on CUDA, float32 on CPU).
-DTYPES = ("auto", "float32", "bfloat16", "float16")
+from ..declare import DTYPE_ALIASES, ParameterError
 
 __all__ = ["MKL_CBWR", "mkl_mode", "mkl_pinned", "mkl_declined", "cpu_vendor", "FLOAT32_TOKEN_TOLERANCE", "FLOAT32_LENGTH_TOLERANCE", "FLOAT32_GAP_BY_MODEL",
            "FLOAT32_GAP_DEFAULT", "FLOAT32_KERNEL_SPREAD_BY_MODEL", "FLOAT32_KERNEL_SPREAD_DEFAULT",
@@ -182,14 +180,14 @@ def dtype_name(dtype) -> str:
     ``"torch.float16"``).
 
     Raises:
-        ValueError: not a floating-point dtype this module knows.
+        ParameterError: not a floating-point dtype this module knows.
     """
     name = str(dtype).removeprefix("torch.")
-    name = {"bf16": "bfloat16", "fp16": "float16", "half": "float16", "fp32": "float32",
-            "float": "float32", "fp64": "float64", "double": "float64"}.get(name, name)
+    name = {**DTYPE_ALIASES, "half": "float16", "float": "float32", "fp64": "float64",
+            "double": "float64"}.get(name, name)
     if name not in ("float32", "float64", "bfloat16", "float16"):
-        raise ValueError(f"no tolerance for dtype {dtype!r}; use float32, float64, bfloat16 or "
-                         f"float16")
+        raise ParameterError("dtype", "a dtype with a tolerance: 'float32', 'float64', "
+                             "'bfloat16' or 'float16'", dtype)
     return name
 
 
@@ -207,11 +205,11 @@ def pair_tolerance(dtype, n_tokens, model: str | None = None) -> np.ndarray:
         bfloat16/float16.
 
     Raises:
-        ValueError: unknown dtype, negative token counts.
+        ParameterError: unknown dtype, negative token counts.
     """
     n = np.asarray(n_tokens, dtype=np.float64)
     if (n < 0).any():
-        raise ValueError("n_tokens must be >= 0")
+        raise ParameterError("n_tokens", "token counts >= 0", n_tokens)
     name = dtype_name(dtype)
     if name == "float32":
         return FLOAT32_GAP_BY_MODEL.get(model, FLOAT32_GAP_DEFAULT) * n

@@ -52,6 +52,8 @@ from tqdm.auto import tqdm
 
 from .encoding import (BOS_POLICIES, Encoded, check_texts, context_token, default_token_budget,
                        encode, length_batches, resolve_token_budget)
+from ..declare import BatchSize, check
+from ..errors import InputError, NumericalError
 from .models import LanguageModel
 from .precision import MKL_CBWR, cpu_vendor, mkl_declined, mkl_mode
 from .token_scores import token_table, TokenScores
@@ -455,10 +457,11 @@ def token_scores(lm: LanguageModel, texts: list[str], *, bos_policy: str = "bos"
         ``N`` :class:`TokenScores`.
 
     Raises:
-        TypeError: a bare string instead of a list of texts.
-        ValueError: empty text, unknown policy, tokenizer without BOS/EOS, a batch size or
-            token budget below 1.
-        FloatingPointError: a log-probability is NaN or infinite (names the text and token).
+        ParameterTypeError: (a ``TypeError``) a bare string instead of a list of texts.
+        ParameterError: an empty text, an unknown policy, a batch size or token budget below 1.
+        InputError: a tokenizer without BOS/EOS.
+        NumericalError: (a ``FloatingPointError``) a log-probability is NaN or infinite (names
+            the text and token).
     """
     texts = check_texts(texts)
     return score_encoded(lm, encode(lm.tokenizer, texts, bos_policy), texts=texts,
@@ -504,13 +507,12 @@ def score_encoded(lm: LanguageModel, encoded: list[Encoded], *, texts: list[str]
     on synthetic token ids. ``texts`` (default: decoded ids) only label the results.
 
     Raises:
-        ValueError, FloatingPointError: as :func:`token_scores`.
+        ParameterError, InputError, NumericalError: as :func:`token_scores`.
     """
     if texts is None:
         texts = [lm.tokenizer.decode(e.ids[e.n_context:]) for e in encoded]
     _warn_unpinned(lm)
-    if batch_size is not None and batch_size < 1:
-        raise ValueError(f"batch_size must be >= 1 or None, got {batch_size}")
+    batch_size = check(BatchSize, batch_size, "batch_size")
     token_budget = resolve_token_budget(lm, token_budget)
     logprobs: dict[int, np.ndarray] = {}
     todo = list(range(len(texts)))
@@ -575,7 +577,7 @@ def score_encoded(lm: LanguageModel, encoded: list[Encoded], *, texts: list[str]
         ids, lp = e.ids[e.n_context:], logprobs[i]
         if not np.isfinite(lp).all():
             j = int(np.flatnonzero(~np.isfinite(lp))[0])
-            raise FloatingPointError(
+            raise NumericalError(
                 f"text #{i} {text!r}: log-probability {lp[j]} at token {j} "
                 f"({lm.tokenizer.convert_ids_to_tokens(ids[j])!r}); model {lm.name}, {lm.dtype}, "
                 f"weights {getattr(lm, 'weights', None) or 'unknown'} (damaged weights give NaN "
@@ -604,26 +606,27 @@ def continuation_scores(lm: LanguageModel, contexts: list[str], continuations: l
     Args:
         contexts, continuations: ``N`` non-empty strings each.{args}
     Raises:
-        ValueError: lengths differ, an empty context or continuation, or a continuation that
+        InputError: lengths differ, an empty context or continuation, or a continuation that
             adds no token.
-        FloatingPointError: as :func:`token_scores`.
+        NumericalError: as :func:`token_scores`.
     """
     contexts = check_texts(contexts, "contexts")
     continuations = check_texts(continuations, "continuations")
     if len(contexts) != len(continuations):
-        raise ValueError(f"{len(contexts)} contexts but {len(continuations)} continuations")
+        raise InputError(f"{len(contexts)} contexts but {len(continuations)} continuations; "
+                         f"give one continuation per context")
     tok = lm.tokenizer
     full = [c + a for c, a in zip(contexts, continuations)]
     for i, (c, a) in enumerate(zip(contexts, continuations)):
         if not c or not a:
-            raise ValueError(f"pair #{i}: empty context or continuation ({c!r}, {a!r})")
+            raise InputError(f"pair #{i}: empty context or continuation ({c!r}, {a!r})")
     enc = tok(full, add_special_tokens=False, return_offsets_mapping=True)
     encoded = []
     for i, (c, ids, offs) in enumerate(zip(contexts, enc["input_ids"], enc["offset_mapping"])):
         offs = np.asarray(offs, dtype=np.int64).reshape(-1, 2)
         answer = np.flatnonzero(offs[:, 1] > len(c))
         if len(answer) == 0:
-            raise ValueError(f"pair #{i}: continuation {continuations[i]!r} adds no token")
+            raise InputError(f"pair #{i}: continuation {continuations[i]!r} adds no token")
         k = int(answer[0])
         encoded.append(Encoded([context_token(tok)] + list(ids), 1 + k,
                                 np.clip(offs[k:] - len(c), 0, None)))

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..errors import NotFound
+
 __all__ = ["TokenScores", "token_table"]
 
 
@@ -42,11 +44,11 @@ class TokenScores:
         the results store's ``direct_tokens``.
 
         Raises:
-            KeyError: the table has no row for ``text``.
+            NotFound: (a ``KeyError``) the table has no row for ``text``.
         """
         rows = tokens[tokens["text"] == text] if "text" in tokens else tokens
         if not len(rows):
-            raise KeyError(f"no scored tokens for {text!r}")
+            raise NotFound(f"no scored tokens for {text!r}")
         rows = rows.sort_values("position")
         return cls(text, rows["token_id"].to_numpy(np.int64), list(rows["token"]),
                    rows[["start", "end"]].to_numpy(np.int64), rows["logprob"].to_numpy(np.float64),

@@ -33,6 +33,9 @@ import pandas as pd
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
+from ..declare import ParameterError, ParameterTypeError
+from ..errors import InputError
+
 __all__ = ["token_spans", "token_boundaries", "word_spans", "token_word_index",
            "word_surprisals"]
 
@@ -55,14 +58,14 @@ def token_spans(offsets, length: int) -> list[tuple[int, int]]:
         ``n`` ``(start, end)`` pairs.
 
     Raises:
-        ValueError: no tokens, or a token starting beyond the text.
+        InputError: no tokens, or a token starting beyond the text.
     """
     offsets = np.asarray(offsets)
     if len(offsets) == 0:
-        raise ValueError("no tokens: a scored text has at least one")
+        raise InputError("no tokens: a scored text has at least one")
     starts = [int(a) for a, _ in offsets]
     if max(starts) > length:
-        raise ValueError(f"a token starts at character {max(starts)} of a {length}-character text")
+        raise InputError(f"a token starts at character {max(starts)} of a {length}-character text")
     starts[0] = 0
     for i in range(1, len(starts)):  # zero-width or out-of-order offsets (byte pieces)
         starts[i] = max(starts[i], starts[i - 1])
@@ -109,24 +112,23 @@ def word_spans(text: str, words: None | str | Sequence | Callable = None) -> lis
         ``(start, end)`` spans in order, not overlapping, covering every non-whitespace character.
 
     Raises:
-        ValueError: a word not found where the previous one ended (names it and the position),
+        InputError: a word not found where the previous one ended (names it and the position),
             spans that overlap or leave a non-whitespace character out (names it), an empty text.
-        TypeError: ``words`` of another kind.
+        ParameterTypeError: (a ``TypeError``) ``words`` of another kind.
     """
     if not text or not text.strip():
-        raise ValueError("an empty text has no words")
+        raise InputError("an empty text has no words")
     if words is None:
         return [m.span() for m in _WS.finditer(text)]
     if isinstance(words, str):
         if words != "characters":
-            raise ValueError(f"words must be None, 'characters', a list or a function; got "
-                             f"{words!r}")
+            raise ParameterError("words", "None, 'characters', a list or a function", words)
         return [(i, i + 1) for i, ch in enumerate(text) if not ch.isspace()]
     if callable(words):
         words = list(words(text))
     words = list(words)
     if not words:
-        raise ValueError(f"the segmentation of {text!r} has no words")
+        raise InputError(f"the segmentation of {text!r} has no words")
     if all(isinstance(w, str) for w in words):
         spans, pos = [], 0
         for k, w in enumerate(words):
@@ -136,7 +138,7 @@ def word_spans(text: str, words: None | str | Sequence | Callable = None) -> lis
             while pos < len(text) and text[pos].isspace():
                 pos += 1
             if not text.startswith(w, pos):
-                raise ValueError(f"word {k} {w!r} of the segmentation is not at character {pos} "
+                raise InputError(f"word {k} {w!r} of the segmentation is not at character {pos} "
                                  f"of {text!r} (found {text[pos:pos + len(w)]!r}); the words "
                                  f"must be the text's characters in order")
             spans.append((pos, pos + len(w)))
@@ -144,19 +146,19 @@ def word_spans(text: str, words: None | str | Sequence | Callable = None) -> lis
     elif all(isinstance(w, (tuple, list)) and len(w) == 2 for w in words):
         spans = sorted((int(a), int(b)) for a, b in words)
         if any(a >= b or a < 0 or b > len(text) for a, b in spans):
-            raise ValueError(f"word spans must be non-empty and inside the text "
+            raise InputError(f"word spans must be non-empty and inside the text "
                              f"(0..{len(text)}), got {spans}")
         if any(b > a2 for (_, b), (a2, _) in zip(spans, spans[1:])):
-            raise ValueError(f"word spans overlap: {spans}")
+            raise InputError(f"word spans overlap: {spans}")
     else:
-        raise TypeError("words must be word strings or (start, end) spans, not a mix; got "
-                        f"{words[:3]!r}...")
+        raise ParameterTypeError("words", "word strings or (start, end) spans, not a mix",
+                                 words)
     covered = np.zeros(len(text), dtype=bool)
     for a, b in spans:
         covered[a:b] = True
     left = [i for i, ch in enumerate(text) if not covered[i] and not ch.isspace()]
     if left:
-        raise ValueError(f"the segmentation leaves character {left[0]} ({text[left[0]]!r}) of "
+        raise InputError(f"the segmentation leaves character {left[0]} ({text[left[0]]!r}) of "
                          f"{text!r} in no word; cover every non-whitespace character")
     return spans
 
@@ -174,7 +176,7 @@ def token_word_index(text: str, offsets, words=None) -> tuple[list[tuple[int, in
         merged into one unit (in text order); ``index`` ``[n]`` the unit of each token.
 
     Raises:
-        ValueError: as :func:`word_spans` and :func:`token_spans`.
+        InputError: as :func:`word_spans` and :func:`token_spans`.
     """
     spans = word_spans(text, words)
     word_of = np.full(len(text), -1, dtype=np.int64)
@@ -232,7 +234,7 @@ def word_surprisals(scores, words=None) -> pd.DataFrame:
         ``-scores.total``.
 
     Raises:
-        ValueError: as :func:`token_word_index`; no scored tokens (``drop_first`` on a
+        InputError: as :func:`token_word_index`; no scored tokens (``drop_first`` on a
             one-token text).
 
     Example:
@@ -241,7 +243,7 @@ def word_surprisals(scores, words=None) -> pd.DataFrame:
     """
     lp = np.asarray(scores.logprobs, dtype=np.float64)
     if len(lp) == 0:
-        raise ValueError(f"{scores.text!r}: no scored tokens to sum into words")
+        raise InputError(f"{scores.text!r}: no scored tokens to sum into words")
     units, index = token_word_index(scores.text, scores.offsets, words)
     s = np.zeros(len(units))
     np.add.at(s, index, -lp)

@@ -7,7 +7,8 @@ are what the run machinery (:mod:`xcomps_utils.runs`) asks of it, so that no mod
 method's name: the computation of one shard (:meth:`Method.compute_shard`), an optional
 run-level finishing step (:attr:`Method.finish_shard`, :meth:`Method.finish`), whether its texts
 are scored inside prompts (:attr:`Method.prompts`), how its pairs are sampled
-(:attr:`Method.selection`), its input checks (:meth:`Method.check_inputs`), the command-line flags
+(:attr:`Method.selection`), its input checks (:meth:`Method.check_inputs`, raising
+:class:`xcomps_utils.declare.ParameterError`), the command-line flags
 only it reads (:attr:`Method.flags`), and what an audit compares with which tolerance
 (:attr:`Method.audit_tolerance`). The methods are registered in
 :data:`xcomps_utils.methods.registry.METHODS`: adding a method is one module plus its registration.
@@ -18,16 +19,12 @@ Nothing here imports torch: a method imports its model code inside :meth:`comput
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Callable, ClassVar
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
-from ..errors import did_you_mean, XcompsError
-
-__all__ = ["Method", "ID", "MEASURE_COLUMNS", "long_measures", "Invalid", "validate", "nested",
-           "Strict"]
+__all__ = ["Method", "ID", "MEASURE_COLUMNS", "long_measures"]
 
 #: The identifier columns of a pair (in the key and in every result row).
 ID = ["dataset", "task", "lang", "subset", "pair_id", "item"]
@@ -47,78 +44,6 @@ def long_measures(pairs: pd.DataFrame, method: str, values: dict, wording="", or
         f["measure"], f["value"] = measure, np.asarray(v, dtype=np.float64)
         frames.append(f)
     return pd.concat(frames, ignore_index=True)[MEASURE_COLUMNS]
-
-
-# --- the one error of every check: a field, its problem, what is allowed --------------------------
-
-class Invalid(XcompsError, ValueError):
-    """One invalid field: ``field`` (a path such as ``data[0].languages[1]``; ``""``: the field
-    the validator belongs to), ``problem`` and ``allowed`` (in words)."""
-
-    def __init__(self, problem: str, allowed: str | None = None, field: str = ""):
-        self.problem, self.allowed, self.field = problem, allowed, field
-        super().__init__(f"{problem}" + (f"; allowed: {allowed}" if allowed else ""))
-
-
-def _join(path: str, part) -> str:
-    """``data`` + 0 -> ``data[0]``; ``data[0]`` + ``languages`` -> ``data[0].languages``."""
-    part = f"[{part}]" if isinstance(part, int) else str(part)
-    return path + part if not path or not part or part.startswith("[") else f"{path}.{part}"
-
-
-def _first(err: ValidationError) -> Invalid:
-    """The first error of a pydantic validation as one :class:`Invalid` (with its path)."""
-    e = err.errors()[0]
-    path = ""
-    for part in e["loc"]:
-        path = _join(path, part)
-    cause = (e.get("ctx") or {}).get("error")
-    if isinstance(cause, Invalid):
-        return Invalid(cause.problem, cause.allowed, _join(path, cause.field))
-    if e["type"] == "missing":
-        return Invalid("missing (required)", None, path)
-    return Invalid(e["msg"].removeprefix("Value error, "), None, path)
-
-
-def validate(model: type[BaseModel], raw: Any, file: str, error=ValueError) -> BaseModel:
-    """``model.model_validate(raw)``, its first error raised as ``error("<file>: <field>:
-    <problem>; allowed: <values>")``."""
-    try:
-        return model.model_validate(raw)
-    except ValidationError as err:
-        bad = _first(err)
-        raise error(f"{file}: {bad.field or '(top level)'}: {bad}") from None
-
-
-def nested(model: type[BaseModel], raw: Any) -> BaseModel:
-    """``model.model_validate(raw)`` inside another model's validator (its error as
-    :class:`Invalid`, path kept)."""
-    try:
-        return model.model_validate(raw)
-    except ValidationError as err:
-        raise _first(err) from None
-
-
-
-class Strict(BaseModel):
-    """A mapping of declared fields: an unknown field is named, with a did-you-mean."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known(cls, raw):
-        if not isinstance(raw, dict):
-            raise Invalid(f"{raw!r} is not a mapping", ", ".join(cls.model_fields))
-        own = [f for f in cls.__dict__.get("__annotations__", {}) if f in cls.model_fields]
-        known = list(dict.fromkeys(own + list(cls.model_fields)))  # its own fields first
-        for k in raw:
-            if k not in cls.model_fields:
-                close = did_you_mean(k, known)
-                raise Invalid("unknown field" + (f" ({close})" if close else ""),
-                              ", ".join(known), str(k))
-        return raw
-
 
 
 # --- the contract ------------------------------------------------------------------------------
@@ -219,7 +144,8 @@ class Method:
 
     def check_inputs(self, pairs: pd.DataFrame, params: dict) -> None:
         """What can be checked of the pairs and the run parameters without a model (raises
-        :class:`Invalid` naming the field); nothing by default."""
+        :class:`~xcomps_utils.declare.ParameterError` naming the parameter); nothing by
+        default."""
 
     def token_counts(self, lm, pairs: pd.DataFrame, params: dict):
         """Per pair, the tokens of the good and of the bad score (``(good, bad)`` arrays), for

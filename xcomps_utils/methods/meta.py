@@ -72,73 +72,55 @@ from dataclasses import dataclass  # noqa: E402
 
 from typing import Annotated  # noqa: E402
 
-from pydantic import BaseModel, BeforeValidator, model_validator  # noqa: E402
+from pydantic import Field, Strict, StringConstraints  # noqa: E402
 
-from .base import Invalid, Method, Strict, long_measures, nested  # noqa: E402
+from ..declare import Declared, Flag, ParameterError, validate  # noqa: E402
+from .base import Method, long_measures  # noqa: E402
 
 
 # --- Meta templates (data/meta_templates.json) ---------------------------------
 
-def _text(v):
-    if not isinstance(v, str):
-        raise Invalid(f"expected str, got {type(v).__name__}")
-    if not v.strip():
-        raise Invalid("empty")
-    return v
+#: A template's text: a string with a character other than whitespace.
+Text = Annotated[str, Strict(), StringConstraints(pattern=r"\S"),
+                 Field(json_schema_extra={"must": "a string that is not blank"})]
 
 
-def _of(kind):
-    def check(v):
-        if not isinstance(v, kind):
-            raise Invalid(f"expected {kind.__name__}, got {type(v).__name__}")
-        return v
-    return BeforeValidator(check)
-
-
-Text = Annotated[str, BeforeValidator(_text)]
-
-
-class MetaTemplate(BaseModel):
+class MetaTemplate(Declared):
     """One language's metalinguistic prompt template (see
     :func:`xcomps_utils.methods.meta.load_meta_templates` for the fields' meaning); the loader's rules
     (placeholders, braces, lowercasing) run after these types."""
 
     question: Text
     answer: Text
-    space: Annotated[bool, _of(bool)]
-    determiners: Annotated[list, _of(list)]
+    space: Flag
+    determiners: Annotated[list, Strict()]
     lowercase: Text
-    lowercase_map: Annotated[dict, _of(dict)]
+    lowercase_map: Annotated[dict, Strict()]
     options: Text
     source: Text
     review: Text
 
-    @model_validator(mode="before")
-    @classmethod
-    def _fields(cls, t):
-        fields = list(cls.model_fields)
-        if not isinstance(t, dict):
-            raise Invalid(f"expected an object, got {type(t).__name__}")
-        for f in fields:
-            if f not in t:
-                raise Invalid(f"missing field {f!r} (required: {fields})")
-        extra = sorted(set(t) - set(fields))
-        if extra:
-            raise Invalid(f"unknown field(s) {extra} (allowed: {fields})")
-        return t
+
+def _checked(model, t, where: str) -> None:
+    """``t`` validated by ``model``, else :class:`DataError` naming the file, the language and
+    the field (:class:`~xcomps_utils.declare.ParameterError`'s form)."""
+    try:
+        validate(model, t, where, noun="field")
+    except ParameterError as err:
+        raise DataError(str(err)) from None
 
 
 # --- Meta templates for BMLAMA (data/bmlama_meta_templates.json) -------------------------------
 
-class BmlamaMetaTemplate(Strict):
+class BmlamaMetaTemplate(Declared):
     """One language's Meta template for BMLAMA facts (see
     :func:`xcomps_utils.methods.meta.load_bmlama_meta_templates`); the loader checks the placeholders
     after these types."""
 
     question: Text
     answer: Text
-    space: Annotated[bool, _of(bool)]
-    separator: Annotated[str, _of(str)]
+    space: Flag
+    separator: Annotated[str, Strict()]
     blank: Text
     source: Text
     review: Text
@@ -180,11 +162,7 @@ def _validate(path, lang: str, t) -> dict:
         DataError: names the file, the language and the field.
     """
     where = f"{path}, language {lang!r}"
-    try:
-        nested(MetaTemplate, t)
-    except Invalid as err:
-        raise DataError(f"{where}, field {err.field!r}: {err.problem}" if err.field
-                        else f"{where}: {err.problem}") from None
+    _checked(MetaTemplate, t, where)
     q = t["question"]
     try:
         parsed = list(string.Formatter().parse(q))
@@ -332,7 +310,8 @@ def option_text(prefix: str, concept: str, template: dict) -> str:
 
 def _chat_context(tokenizer, question: str, answer_cue: str) -> str:
     if not getattr(tokenizer, "chat_template", None):
-        raise ValueError("use_chat_template=True but the tokenizer has no chat template")
+        raise ParameterError("use_chat_template", "False for this model (its tokenizer has no "
+                             "chat template)", True)
     text = tokenizer.apply_chat_template([{"role": "user", "content": question}],
                                          add_generation_prompt=True, tokenize=False)
     bos = tokenizer.bos_token
@@ -465,11 +444,7 @@ def _load_bmlama(path: str, mtime: float) -> dict:
         where = f"{path}, language {lang!r}"
         if lang not in known:
             raise DataError(f"{where}: not a BMLAMA language ({sorted(known)})")
-        try:
-            nested(BmlamaMetaTemplate, t)
-        except Invalid as err:
-            raise DataError(f"{where}, field {err.field!r}: {err.problem}" if err.field
-                            else f"{where}: {err.problem}") from None
+        _checked(BmlamaMetaTemplate, t, where)
         try:
             parsed = list(string.Formatter().parse(t["question"]))
         except ValueError as exc:
@@ -599,17 +574,17 @@ class Meta(Method):
 
     def check_inputs(self, pairs: pd.DataFrame, params: dict) -> None:
         """BMLAMA pairs have a template for their language; other pairs have
-        :data:`META_COLUMNS` (:class:`~xcomps_utils.methods.config.Invalid` naming the first
-        missing column; DataError for a language without a template)."""
+        :data:`META_COLUMNS` (:class:`~xcomps_utils.declare.ParameterError` naming the pairs and
+        the first missing column; DataError for a language without a template)."""
         bm = bmlama_rows(pairs)
         if bm.any():
             check_bmlama_languages(pairs.loc[bm, "lang"].unique())
         if not bm.all():
             need = [c for c in META_COLUMNS if c not in pairs]
             if need:
-                raise Invalid(f"Meta needs XCOMPS pairs (xcomps_utils.pairs.xcomps.load_languages)"
-                              f" or BMLAMA pairs (tasks bmlama17:<lang>, bmlama53:<lang>); "
-                              f"these lack {need}", field=need[0])
+                raise ParameterError("pairs", "XCOMPS pairs (xcomps_utils.pairs.xcomps."
+                                     "load_languages) or BMLAMA pairs (tasks bmlama17:<lang>, "
+                                     "bmlama53:<lang>) for Meta", hint=f"these lack {need}")
 
     def token_counts(self, lm, pairs: pd.DataFrame, params: dict):
         """Per pair, the tokens of each answer (tokenized alone, plus one: a token straddling

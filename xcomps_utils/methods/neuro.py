@@ -24,6 +24,8 @@ import numpy as np
 import pandas as pd
 
 from .. import paths
+from ..declare import check, ParameterError, ProbeBy
+from ..errors import InputTypeError, NumericalError
 
 from ..lm.encoding import check_texts, encode, length_batches, resolve_token_budget
 from .base import ID, MEASURE_COLUMNS, Method
@@ -75,8 +77,9 @@ def last_token_states(lm, texts: list[str], batch_size: int | None = None,
         encoded = encode(lm.tokenizer, check_texts(texts), "bos")
         decoder, n_layers = lm.model.get_decoder(), lm.model.config.num_hidden_layers
         if not (hasattr(decoder, "layers") and hasattr(decoder, "norm")):
-            raise TypeError(f"{type(decoder).__name__} has no .layers and .norm: cannot hook its "
-                            f"hidden states")
+            raise InputTypeError(f"{type(decoder).__name__} has no .layers and .norm: cannot "
+                                 f"hook its hidden states; Neuro needs a decoder-only model "
+                                 f"with them (Llama, Gemma, Qwen, SmolLM)")
         hidden = lm.model.config.hidden_size
         out = np.empty((len(encoded), n_layers + 1, hidden), dtype=np.float32)
         todo = np.arange(len(encoded))
@@ -105,11 +108,12 @@ def last_token_states(lm, texts: list[str], batch_size: int | None = None,
                 decoder(input_ids=torch.tensor([encoded[i].ids for i in batch], device=lm.device),
                         use_cache=False)
                 if not seen.all():
-                    raise TypeError(f"{type(decoder).__name__} did not call its embedding, every "
-                                    f"block and its norm: cannot hook its hidden states")
+                    raise InputTypeError(f"{type(decoder).__name__} did not call its embedding, "
+                                         f"every block and its norm: cannot hook its hidden "
+                                         f"states; Neuro needs a model that does")
                 states = buffer.pop().cpu().numpy()
                 if not np.isfinite(states).all():
-                    raise FloatingPointError(f"non-finite hidden state in texts {batch[:5]}...")
+                    raise NumericalError(f"non-finite hidden state in texts {batch[:5]}...")
                 out[batch] = states
                 bar.update(len(batch))
         finally:
@@ -286,14 +290,12 @@ class Neuro(Method):
 
     def check_inputs(self, pairs: pd.DataFrame, params: dict) -> None:
         """``probe_by`` is lists of columns of the pairs
-        (:class:`~xcomps_utils.methods.base.Invalid` naming ``probe_by``)."""
-        from .base import Invalid
-
-        probe_by = params["probe_by"]
-        cols = {c for b in probe_by for c in b}
-        if not all(isinstance(b, (list, tuple)) for b in probe_by) or cols - set(pairs):
-            raise Invalid(f"probe_by must be lists of pair columns; {sorted(cols - set(pairs))}"
-                          f" are not columns of the pairs", field="probe_by")
+        (:class:`~xcomps_utils.declare.ParameterError` naming ``probe_by``)."""
+        probe_by = check(ProbeBy, params["probe_by"], "probe_by")
+        missing = sorted({c for b in probe_by for c in b} - set(pairs))
+        if missing:
+            raise ParameterError("probe_by", f"lists of the pairs' columns ({', '.join(pairs)})",
+                                 probe_by, f"{missing} are not columns of the pairs")
 
     def compute_shard(self, lm, pairs: pd.DataFrame, params: dict) -> tuple[None, dict]:
         """The states of the shard's distinct sentences (:func:`last_token_states`): details

@@ -43,8 +43,9 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from ..lm.token_scores import TokenScores
+from ..declare import check, ParameterError, Wordings
+from ..errors import InputError, NotFound, NumericalError
 from .base import Method, long_measures
-from .base import Invalid
 from ..lm.words import token_spans as _contiguous_spans  # token i owns up to token i+1
 
 __all__ = ["load_wordings", "wordings_sha256", "PromptPair", "build_prompt_pairs", "align_groups",
@@ -61,14 +62,14 @@ def load_wordings(family: str | None = None) -> dict | list:
     ``dust``, ``blimp``, ``crows_pairs``, ``nonsense``).
 
     Raises:
-        KeyError: unknown family.
+        NotFound: (a ``KeyError``) unknown family.
     """
     all_ = json.loads(resources.files("xcomps_utils.methods").joinpath("wordings.json").read_text())
     all_.pop("_doc")
     if family is None:
         return all_
     if family not in all_:
-        raise KeyError(f"no wordings for {family!r}; have {sorted(all_)}")
+        raise NotFound(f"no wordings for {family!r}; have {sorted(all_)}")
     return all_[family]
 
 
@@ -101,7 +102,7 @@ class PromptPair:
 def _fill(template: str, s1: tuple[str, str], s2: tuple[str, str]) -> tuple[str, list]:
     if template.count("{s1}") != 1 or template.count("{s2}") != 1 or \
             template.index("{s1}") > template.index("{s2}"):
-        raise ValueError(f"template needs one {{s1}} then one {{s2}}: {template!r}")
+        raise InputError(f"template needs one {{s1}} then one {{s2}}: {template!r}")
     head, rest = template.split("{s1}")
     mid, tail = rest.split("{s2}")
     pieces = [("t0", head), s1, ("t1", mid), s2, ("t2", tail)]
@@ -206,12 +207,13 @@ def plain_proportion(delta: np.ndarray, mask: np.ndarray) -> float:
     """``sum_{mask} |delta| / sum_all |delta|``, in [0, 1].
 
     Raises:
-        ValueError: every delta is 0 (the two prompts score identically: no difference to share).
+        InputError: (a ``ValueError``) every delta is 0 (the two prompts score identically: no
+            difference to share).
     """
     delta = np.asarray(delta, dtype=np.float64)
     total = np.abs(delta).sum()
     if not total > 0:
-        raise ValueError("all differences are zero: the proportion is undefined")
+        raise InputError("all differences are zero: the proportion is undefined")
     return float(np.abs(delta[mask]).sum() / total)
 
 
@@ -222,12 +224,12 @@ def normalized_proportion(delta: np.ndarray, mask: np.ndarray) -> float:
     about 0 when the masked groups are like the median group.
 
     Raises:
-        ValueError: every delta is 0.
+        InputError: (a ``ValueError``) every delta is 0.
     """
     delta = np.asarray(delta, dtype=np.float64)
     total = np.abs(delta).sum()
     if not total > 0:
-        raise ValueError("all differences are zero: the proportion is undefined")
+        raise InputError("all differences are zero: the proportion is undefined")
     d = delta / total
     return float(d[mask].sum() - mask.sum() * np.median(d))
 
@@ -237,7 +239,7 @@ def _metrics(groups: pd.DataFrame) -> dict:
     d_ppl = (ppl_b - ppl_a).to_numpy()
     d_s = (groups["s_incorrect"] - groups["s_correct"]).to_numpy()
     if not np.isfinite(d_ppl).all():
-        raise FloatingPointError("a group perplexity overflowed (surprisal > 709 nats)")
+        raise NumericalError("a group perplexity overflowed (surprisal > 709 nats)")
     out = {}
     for cat in CATEGORIES:
         m = (groups["category"] == cat).to_numpy()
@@ -303,13 +305,14 @@ def wording_family(task: str) -> str:
     """The token-level perplexity wordings family of a task.
 
     Raises:
-        Invalid: an XCOMPS task (it has no wordings; field ``task``).
+        ParameterError: an XCOMPS task (it has no wordings; names ``task``).
     """
     from ..pairs.tasks import get
 
     if task.startswith("xcomps"):
-        raise Invalid("token-level perplexity has no prompt wordings for XCOMPS yet",
-                      field="task")
+        raise ParameterError("task", "a task with prompt wordings (token-level perplexity has "
+                                     "none for XCOMPS yet)", task,
+                             "run token_ppl on other tasks, or XCOMPS with other methods")
     return get(task).wordings
 
 
@@ -317,15 +320,15 @@ def wordings_of(family: str, wordings) -> list[dict]:
     """The chosen wordings (``"all"`` or ids) of a family.
 
     Raises:
-        Invalid: none of them exists (field ``wordings``).
+        ParameterError: none of them exists (names ``wordings``).
     """
     ws = load_wordings(family)
     if wordings == "all":
         return ws
     chosen = [w for w in ws if w["id"] in wordings]
     if not chosen:
-        raise Invalid(f"none of the wordings {wordings} exists for {family!r}; it has "
-                      f"{[w['id'] for w in ws]}", field="wordings")
+        raise ParameterError("wordings", f"'all' or wordings of the task family {family!r}: "
+                                         f"{', '.join(w['id'] for w in ws)}", wordings)
     return chosen
 
 
@@ -356,12 +359,8 @@ class TokenPerplexity(Method):
 
     def check_inputs(self, pairs: pd.DataFrame, params: dict) -> None:
         """``wordings`` is ``"all"`` or a list of ids, and every task has those wordings
-        (:class:`~xcomps_utils.methods.base.Invalid` naming ``wordings`` or ``task``)."""
-        wordings = params["wordings"]
-        if wordings != "all" and (isinstance(wordings, str) or not all(
-                isinstance(w, str) for w in wordings)):
-            raise Invalid(f"wordings must be 'all' or a list of wording ids, got {wordings!r}",
-                          field="wordings")
+        (:class:`~xcomps_utils.declare.ParameterError` naming ``wordings`` or ``task``)."""
+        wordings = check(Wordings, params["wordings"], "wordings")
         for task in pairs["task"].unique():
             wordings_of(wording_family(task), wordings)
 

@@ -50,7 +50,8 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ..errors import XcompsError
+from ..declare import ParameterError
+from ..errors import NotFound, XcompsError
 
 __all__ = ["probe_sentences", "leak_free_groups", "control_labels", "baselines", "make_folds",
            "probe_layers", "nested_probe", "permutation_null", "joint_permutation_test",
@@ -80,12 +81,12 @@ def probe_sentences(pairs: pd.DataFrame, item: str = "property") -> pd.DataFrame
         concept when the pairs have them, else the sentence itself: no concept to leak).
 
     Raises:
-        KeyError: ``pairs`` lacks ``good``, ``bad`` or the item column.
+        NotFound: (a ``KeyError``) ``pairs`` lacks ``good``, ``bad`` or the item column.
         ProbeError: a sentence is acceptable in one pair and unacceptable in another.
     """
     for c in ("good", "bad", item):
         if c not in pairs:
-            raise KeyError(f"pairs need a {c!r} column to be probed; they have {list(pairs)}")
+            raise NotFound(f"pairs need a {c!r} column to be probed; they have {list(pairs)}")
     has = {"acceptable_concept", "unacceptable_concept"} <= set(pairs.columns)
     rows = pd.DataFrame({
         "text": list(pairs["good"]) + list(pairs["bad"]),
@@ -489,12 +490,12 @@ def joint_permutation_test(observed, null) -> dict:
         (``[k]`` arrays), ``p_pooled`` and ``n_permutations`` (``B``).
 
     Raises:
-        ValueError: ``null`` is not ``[B, k]`` with ``B >= 1``.
+        ParameterError: ``null`` is not ``[B, k]`` with ``B >= 1`` (names its shape).
     """
     obs = np.asarray(observed, dtype=float)
     null = np.asarray(null, dtype=float)
     if null.ndim != 2 or null.shape[1] != len(obs) or len(null) < 1:
-        raise ValueError(f"null must be [B, {len(obs)}] draws; got shape {null.shape}")
+        raise ParameterError("null", f"[B, {len(obs)}] draws with B >= 1", null.shape)
     allv = np.vstack([obs[None], null])
     mean, sd = allv.mean(axis=0), allv.std(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):

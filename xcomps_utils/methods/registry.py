@@ -10,6 +10,7 @@ Importing the registry imports no torch (a method imports its model code when it
 
 from __future__ import annotations
 
+from ..errors import InputError
 from .base import Method
 from .direct import Direct
 from .meta import Meta
@@ -26,7 +27,8 @@ def register(method: Method) -> Method:
     """Add a method object to :data:`METHODS` under its ``name`` (a name registered twice is an
     error); returns it."""
     if not method.name or method.name in METHODS:
-        raise ValueError(f"method name {method.name!r} is empty or registered already")
+        raise InputError(f"method name {method.name!r} is empty or registered already; give "
+                         f"the method a name of its own")
     METHODS[method.name] = method
     return method
 

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.claims import MOST_LANGUAGES
+from ..declare import out_of, ParameterTypeError
 from ..errors import did_you_mean
 from ..runs import execute as _methods
 
@@ -42,13 +43,10 @@ _SETTINGS = _run_settings()
 
 
 def _check_settings(settings: dict, where: str) -> None:
-    allowed = _SETTINGS
     for name in settings:
-        if name not in allowed:
-            near = did_you_mean(name, allowed)
-            hint = f"; {near}" if near else ""
-            raise TypeError(f"{where}: {name!r} is not a setting of methods.run (allowed: "
-                            f"{', '.join(allowed)}){hint}")
+        if name not in _SETTINGS:
+            raise ParameterTypeError(name, None, hint=did_you_mean(name, _SETTINGS), where=where,
+                                     kind="setting of methods.run", known=", ".join(_SETTINGS))
 
 
 @dataclass(frozen=True)
@@ -75,8 +73,8 @@ class Runner:
             :class:`xcomps_utils.runs.execute.Results`; a run the store already holds is read.
 
         Raises:
-            TypeError: an override that is not a setting of ``methods.run`` (names the allowed
-                ones and the nearest).
+            ParameterTypeError: (a ``TypeError``) an override that is not a setting of
+                ``methods.run`` (names the allowed ones and the nearest).
             Whatever ``methods.run`` raises (unknown method, model, device, bad pairs...).
         """
         _check_settings(overrides, "run(...)")
@@ -96,8 +94,9 @@ def runner(**settings) -> Runner:
         :class:`Runner`: call it as ``run(model, pairs, methods, **overrides)``.
 
     Raises:
-        TypeError: a name that is not a setting of ``methods.run``, with the allowed names and
-            the nearest one (e.g. ``storе`` or the removed ``datasets``).
+        ParameterTypeError: (a ``TypeError``) a name that is not a setting of ``methods.run``,
+            with the allowed names and the nearest one (e.g. ``storе`` or the removed
+            ``datasets``).
     """
     _check_settings(settings, "chapters.runner")
     return Runner(MappingProxyType(dict(settings)))
@@ -151,10 +150,9 @@ def sample_notice(source: str, page: str = "results") -> str:
         Markdown text; empty for ``source="upstream"``.
 
     Raises:
-        ValueError: an unknown ``page``.
+        ParameterError: an unknown ``page``.
     """
-    if page not in _NOTICE:
-        raise ValueError(f"page must be one of {list(_NOTICE)}, got {page!r}")
+    out_of("page", page, _NOTICE)
     return _NOTICE[page] if source == "sample" else ""
 
 

@@ -12,6 +12,8 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import StratifiedKFold
 
+from ..declare import ParameterError
+from ..errors import InputError, NotFound
 from ..lm.token_scores import TokenScores
 from ..methods.probing import make_folds, probe_layers, probe_sentences
 from ..runs.execute import ShardedStates
@@ -64,24 +66,24 @@ def reprobe(results, pairs: pd.DataFrame, folds: str = "leak_free", lang: str | 
         leaked concepts and items.
 
     Raises:
-        KeyError: ``results`` holds no Neuro run, or a sentence of ``pairs`` has no stored state
-            (pairs of another run).
-        ValueError: unknown ``folds``; no pair of ``lang``.
+        NotFound: (a ``KeyError``) ``results`` holds no Neuro run, or a sentence of ``pairs``
+            has no stored state (pairs of another run).
+        ParameterError: unknown ``folds``; no pair of ``lang``.
         ProbeError: too few sentences of a class for ``n_splits`` folds.
     """
     if "neuro" not in results.runs:
-        raise KeyError(f"these results hold no Neuro run (runs: {list(results.runs)})")
+        raise NotFound(f"these results hold no Neuro run (runs: {list(results.runs)})")
     if folds not in ("leak_free", "sentences"):
-        raise ValueError(f"folds must be 'leak_free' or 'sentences', got {folds!r}")
+        raise ParameterError("folds", "'leak_free' or 'sentences'", folds)
     if lang is not None:
         pairs = pairs[pairs["lang"] == lang]
         if pairs.empty:
-            raise ValueError(f"no pair of language {lang!r}")
+            raise ParameterError("lang", "a language of the pairs", lang, "no pair has it")
     states = ShardedStates(results.store, results.runs["neuro"])
     sents = probe_sentences(pairs, "property" if "property" in pairs else "item")
     missing = [t for t in sents["text"] if t not in states.index]
     if missing:
-        raise KeyError(f"{len(missing)} sentences have no stored state, e.g. {missing[0]!r}: "
+        raise NotFound(f"{len(missing)} sentences have no stored state, e.g. {missing[0]!r}: "
                        f"pairs of another run?")
     y = sents["label"].to_numpy()
     concepts = sents["concept"].to_numpy(dtype=object)
@@ -123,17 +125,17 @@ def with_states(results, pairs: pd.DataFrame, lang: str, run, store="results"):
         :class:`~xcomps_utils.runs.execute.Results` whose Neuro run holds ``lang``'s states.
 
     Raises:
-        KeyError: ``results`` holds no Neuro run.
-        ValueError: no pair of ``lang``.
+        NotFound: (a ``KeyError``) ``results`` holds no Neuro run.
+        ParameterError: no pair of ``lang``.
     """
     if "neuro" not in results.runs:
-        raise KeyError(f"these results hold no Neuro run (runs: {list(results.runs)})")
+        raise NotFound(f"these results hold no Neuro run (runs: {list(results.runs)})")
     rid = results.runs["neuro"]
     if "states" not in results.store.omitted(rid):
         return results
     one = pairs[pairs["lang"] == lang]
     if one.empty:
-        raise ValueError(f"no pair of language {lang!r}")
+        raise ParameterError("lang", "a language of the pairs", lang, "no pair has it")
     key = results.store.run(rid).record["key"]
     return run(key["model"], one, ["neuro"], store=store)
 
@@ -175,11 +177,11 @@ def leaking_pairs(pairs: pd.DataFrame, lang: str) -> pd.DataFrame:
     shipped), so the book re-probes without a model.
 
     Raises:
-        ValueError: no pair of ``lang``.
+        ParameterError: no pair of ``lang``.
     """
     one = pairs[pairs["lang"] == lang]
     if one.empty:
-        raise ValueError(f"no pair of language {lang!r}")
+        raise ParameterError("lang", "a language of the pairs", lang, "no pair has it")
     item = "property" if "property" in one else "item"
     return (one.drop(columns=[c for c in ("acceptable_concept", "unacceptable_concept")
                               if c in one])
@@ -223,10 +225,11 @@ def compare_fold_runs(results, pairs: pd.DataFrame, lang: str, run, n_splits: in
         ``null_q95``) for :func:`xcomps_utils.pages.plots.plot_reprobe`.
 
     Raises:
-        KeyError: ``results`` holds no Neuro run. ValueError: no pair of ``lang``.
+        NotFound: (a ``KeyError``) ``results`` holds no Neuro run.
+        ParameterError: no pair of ``lang``.
     """
     if "neuro" not in results.runs:
-        raise KeyError(f"these results hold no Neuro run (runs: {list(results.runs)})")
+        raise NotFound(f"these results hold no Neuro run (runs: {list(results.runs)})")
     hidden = leaking_pairs(pairs, lang)
     one = pairs[pairs["lang"] == lang]
     model = results.store.run(results.runs["neuro"]).record["key"]["model"]
@@ -296,13 +299,14 @@ def policy_flips(wide: pd.DataFrame) -> pd.DataFrame:
         spread of ``delta`` first.
 
     Raises:
-        ValueError: a required column is missing, or fewer than two policies.
+        InputError: a required column is missing, or fewer than two policies.
     """
     need = {"task", "pair_id", "policy", "delta", "correct"}
     if need - set(wide):
-        raise ValueError(f"wide results lack column(s) {sorted(need - set(wide))}")
+        raise InputError(f"wide results lack column(s) {sorted(need - set(wide))}; pass "
+                         f"Results.wide() of runs under each policy")
     if wide["policy"].nunique() < 2:
-        raise ValueError(f"need results under at least two policies, got "
+        raise InputError(f"need results under at least two policies, got "
                          f"{sorted(wide['policy'].unique())}")
     table = wide.pivot_table(index=["task", "pair_id"], columns="policy",
                              values=["delta", "correct"], aggfunc="first")

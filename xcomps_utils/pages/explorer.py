@@ -20,6 +20,8 @@ import json
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
+
 __all__ = ["explorer_data", "token_explorer_html"]
 
 _NEEDED = ["lang", "pair_id", "side", "position", "token", "start", "end", "surprisal",
@@ -45,7 +47,7 @@ def explorer_data(tokens: pd.DataFrame, pairs: pd.DataFrame) -> tuple[pd.DataFra
     """
     need = [c for c in _NEEDED if c not in tokens]
     if need:
-        raise ValueError(f"tokens lack column(s) {need}: pass Decomposition.tokens")
+        raise InputError(f"tokens lack column(s) {need}: pass Decomposition.tokens")
     text = {(r.lang, str(r.pair_id)): {"good": r.good, "bad": r.bad}
             for r in pairs.itertuples(index=False)}
     t = tokens.copy()

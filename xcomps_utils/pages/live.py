@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
+
 __all__ = ["accuracy_html", "probe_layers_html", "claims_html", "bokeh_js"]
 
 _PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
@@ -66,7 +68,7 @@ def _legend_outside(p, title: str) -> None:
 def _need(frame: pd.DataFrame, cols: list[str], what: str) -> None:
     missing = [c for c in cols if c not in frame]
     if missing:
-        raise ValueError(f"{what} lacks column(s) {missing} (have {list(frame.columns)})")
+        raise InputError(f"{what} lacks column(s) {missing} (have {list(frame.columns)})")
 
 
 def accuracy_html(cells: pd.DataFrame, model: str, rows: str = "lang",

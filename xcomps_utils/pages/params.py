@@ -1,9 +1,10 @@
 """Each chapter's parameters, declared once, and the one check a chapter runs on entry.
 
-A chapter's parameters are a pydantic model in :data:`CHAPTERS`: each field's type (pydantic's
-own: ``Annotated[int, Field(ge=1)] | None``, ``Literal[...]``), default, what it does
-(``description``) and its values at the Makefile's sizes (``publish``, ``smoke``: where they
-differ from the default). Everything else is derived from that declaration:
+A chapter's parameters are a pydantic model in :data:`CHAPTERS`: each field's type (those of
+:mod:`xcomps_utils.declare`, which the command line, the sweep files and ``methods.run`` take
+too: ``Seed``, ``SampleSize``, ``Device``, ...; ``Literal[...]`` for a chapter's own choices),
+default, what it does (``description``) and its values at the Makefile's sizes (``publish``,
+``smoke``: where they differ from the default). Everything else is derived from that declaration:
 
 * :func:`check`, the chapter's first call (``params.check(globals(), "direct_scoring")``),
   validates every declared parameter, refuses a name papermill injected that no field declares
@@ -12,7 +13,7 @@ differ from the default). Everything else is derived from that declaration:
   the registry or the benchmark's languages, a size at most what its tasks hold, as the command
   line and the sweep files refuse it: :func:`xcomps_utils.pairs.tasks.check_size`; relations such
   as ``methods_facts <= facts17``), before any data are scored, each failure one
-  :class:`ParameterError` of one line;
+  :class:`~xcomps_utils.declare.ParameterError` of one line;
 * :func:`table`, the chapter's visible parameter table (name, value, what it does, publish value)
   under a sentence saying at which sizes the page runs.
 
@@ -30,107 +31,42 @@ import copy
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, StringConstraints,
-                      ValidationError, model_validator)
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..errors import XcompsError, did_you_mean
-from ..methods.config import DTYPES, SOURCES, bos_policies
+from ..declare import (at_least, BosPolicy, Device, Dtype, Flag, MISSING, Model, Models, Names,
+                       out_of, ParameterError, SampleSize, Seed, Source, Text, TokenBudget,
+                       validate, Wordings, words)
+from ..errors import did_you_mean, NotFound
+from ..pairs.tasks import TaskName, TaskNames
 
 __all__ = ["ParameterError", "Chapter", "CHAPTERS", "param", "declaration", "sizes", "check",
            "table", "ParameterTable", "papermill_parameters", "main"]
 
-
-class ParameterError(XcompsError, ValueError):
-    """A chapter parameter is wrong; the one-line message names the chapter, the parameter, what
-    is allowed and what was given (and a did-you-mean where one is close)::
-
-        direct_scoring: parameter 'n_pairs' must be an integer >= 1 or None, got 'abc' (str)
-    """
+# The types a chapter's parameters take: those of xcomps_utils.declare (the command line, the
+# sweep files and methods.run take the same), and the registry's task names.
+Task = TaskName
+Tasks = TaskNames
+Budget = TokenBudget
 
 
-class _Bad(ValueError):
-    """Raised inside a validator: what is allowed, in words, and a hint (``name``: the field,
-    for a check across fields)."""
-
-    def __init__(self, allowed: str, hint: str = "", name: str | None = None):
-        self.allowed, self.hint, self.name = allowed, hint, name
-        super().__init__(allowed)
-
-
-# --- the types a chapter's parameters take (pydantic's own) ---------------------------------------
-
-def _task(name: str) -> str:
-    from ..pairs import data, tasks
-
-    try:
-        tasks.get(name)
-    except data.DataError as err:
-        raise _Bad("a task name (`xcomps-study tasks` lists them)", str(err)) from None
-    return name
-
-
-def _tasks(names: list[str]) -> list[str]:
-    for name in names:
-        try:
-            _task(name)
-        except _Bad as err:
-            raise _Bad("a non-empty list of task names (`xcomps-study tasks` lists them)",
-                       err.hint) from None
-    return names
-
-
-Text = Annotated[str, StringConstraints(min_length=1)]
-Names = Annotated[list[Text], Field(min_length=1)]
-Task = Annotated[Text, AfterValidator(_task)]
-Tasks = Annotated[Names, AfterValidator(_tasks)]
-Seed = Annotated[int, Field(ge=0, le=2**31 - 1)]
-Budget = Literal["auto"] | Annotated[int, Field(ge=1)] | None
-Device = Literal["auto", "cpu", "mps", "cuda"] | Annotated[str, Field(pattern=r"^cuda:\d+$",
-                                                                       examples=["cuda:1"])]
-Dtype = Literal[DTYPES]
-Source = Literal[SOURCES]
-BosPolicy = Literal[bos_policies()]
-
-
-def _at_least(low: int):
-    return Annotated[int, Field(ge=low)]
-
-
-def _among(name: str, given, known, what: str, none: bool = False) -> None:
-    """A list parameter's values out of ``known`` (what exists: the registry, a benchmark's
-    languages), else :class:`_Bad` naming ``name``; ``what``: ``known`` in words."""
-    known = list(known)
-    unknown = [x for x in given or () if x not in known]
-    if unknown:
-        shown = (", ".join(map(repr, known)) if len(known) <= 20
-                 else ", ".join(map(repr, known[:3])) + ", ...")
-        close = did_you_mean(unknown[0], known)
-        raise _Bad(f"a list out of {what} ({shown})" + (" or None" if none else ""),
-                   f"{unknown[0]!r} is not one of them" + (f"; {close}" if close else ""), name)
-
-
-def _size(name: str, value, low: int, names: list[str], selection: bool = False) -> None:
+def _size(name: str, value, low: int, names: list[str], selection: bool = False,
+          every: bool = True) -> None:
     """A size (pairs per task) at most what the largest task of ``names`` holds (the one policy
     of the command line, sweep files and chapters: :func:`xcomps_utils.pairs.tasks.check_size`),
-    else :class:`_Bad` naming ``name``."""
+    else its :class:`~xcomps_utils.pairs.tasks.SizeError` (``every``: None allowed)."""
     from ..pairs import tasks
 
     try:
         tasks.check_size(names, value, name, selection=selection)
     except tasks.SizeError as err:
-        raise _Bad(f"an integer from {low} to {err.limit:,} ({err.holds}) or None (every one)",
-                   name=name) from None
+        raise tasks.SizeError(name, value, err.limit, err.holds, low, every) from None
 
 
 def _items(name: str, value, languages, source: str = "sample") -> None:
     """XCOMPS items per language at most what ``languages`` of ``source`` hold."""
     from ..pairs import tasks
 
-    try:
-        tasks.check_items(list(languages), value, source, name)
-    except tasks.SizeError as err:
-        raise _Bad(f"an integer from 1 to {err.limit:,} ({err.holds}) or None (every one)",
-                   name=name) from None
+    tasks.check_items(list(languages), value, source, name)
 
 
 _SAME = object()
@@ -140,7 +76,7 @@ def param(default, what: str, *, publish=_SAME, smoke=_SAME):
     """A parameter's declaration: its default, what it does (the table's words), and its values
     at ``make publish`` and ``make smoke`` where they differ from the default."""
     extra = {k: v for k, v in (("publish", publish), ("smoke", smoke)) if v is not _SAME}
-    return Field(default, description=what, json_schema_extra=extra or None)
+    return Field(default, description=what, **({"json_schema_extra": extra} if extra else {}))
 
 
 MODEL = "the model: an embedded name, a local folder or a Hugging Face id"
@@ -172,12 +108,10 @@ class _XcompsLanguages(Chapter):
         from .chapters import xcomps_languages
 
         allowed, where = xcomps_languages(self.source)
-        unknown = [x for x in self.languages if x not in allowed]
-        if unknown:
-            close = did_you_mean(unknown[0], allowed)
-            raise _Bad(f"a list of {', '.join(map(repr, allowed))} ({where})",
-                       f"{unknown[0]!r} is not one of them" + (f"; {close}" if close else ""),
-                       "languages")
+        try:
+            out_of("languages", self.languages, allowed)
+        except ParameterError as err:
+            raise ParameterError(err.name, f"{err.must} ({where})", err.got, err.hint) from None
         if self.source == "sample" and "items_per_language" in type(self).model_fields:
             _items("items_per_language", self.items_per_language, self.languages)
         return self
@@ -190,17 +124,17 @@ class DirectScoring(Chapter):
 
     computes: ClassVar[str] = "Direct scoring of BLiMP, CrowS-pairs and DUST pairs, 2 models"
 
-    model: Text = param(SMOL, MODEL)
+    model: Model = param(SMOL, MODEL)
     tasks: Tasks = param(["blimp_anaphor", "blimp_animacy", "crows_pairs", "dust"],
                          "the tasks scored (`xcomps-study tasks` lists them)")
-    n_pairs: _at_least(1) | None = param(150, "pairs per task, a seeded sample (None: all)",
+    n_pairs: SampleSize = param(150, "pairs per task, a seeded sample (None: all)",
                                          publish=1000, smoke=6)
     token_budget: Budget = param("auto", BUDGET)
     device: Device = param("auto", DEVICE)
     dtype: Dtype = param("auto", DTYPE)
     seed: Seed = param(0, SEED)
     bos_policy: BosPolicy = param("bos", "first-token convention (the next chapter compares them)")
-    compare_model: Text | None = param(GEMMA, "a second model on the BLiMP pairs (None: skip)",
+    compare_model: Model | None = param(GEMMA, "a second model on the BLiMP pairs (None: skip)",
                                        smoke=SMOL)
     store: Text = param("results", STORE)
 
@@ -215,9 +149,9 @@ class FirstToken(Chapter):
 
     computes: ClassVar[str] = "Direct scoring of one BLiMP task under 3 first-token conventions"
 
-    model: Text = param(SMOL, MODEL)
+    model: Model = param(SMOL, MODEL)
     convention_task: Task = param("blimp_anaphor", "the task scored under the three conventions")
-    convention_pairs: _at_least(1) = param(300, "pairs scored under each convention",
+    convention_pairs: at_least(1) = param(300, "pairs scored under each convention",
                                            publish=1000, smoke=12)
     token_budget: Budget = param("auto", BUDGET)
     device: Device = param("auto", DEVICE)
@@ -227,10 +161,8 @@ class FirstToken(Chapter):
 
     @model_validator(mode="after")
     def _in_data(self):
-        try:
-            _size("convention_pairs", self.convention_pairs, 1, [self.convention_task])
-        except _Bad as err:  # no None here: the pairs are scored three times each
-            raise _Bad(err.allowed.removesuffix(" or None (every one)"), name=err.name) from None
+        # no None here: the pairs are scored three times each
+        _size("convention_pairs", self.convention_pairs, 1, [self.convention_task], every=False)
         return self
 
 
@@ -239,9 +171,9 @@ class TokenPerplexityMethod(Chapter):
 
     computes: ClassVar[str] = "token-level perplexity of one pair by hand (4 wordings x 2 orders)"
 
-    model: Text = param(SMOL, MODEL)
+    model: Model = param(SMOL, MODEL)
     task: Task = param("blimp_anaphor", "the task the pair comes from")
-    pair_index: _at_least(0) = param(0, "which pair of the task file (0: the first)")
+    pair_index: at_least(0) = param(0, "which pair of the task file (0: the first)")
     wording: Text = param("grammatical", "the prompts' wording, one of the task family's")
     order: Literal["good_first", "bad_first"] = param("good_first",
                                                       "which label comes first in the prompt")
@@ -254,12 +186,12 @@ class TokenPerplexityMethod(Chapter):
 
         allowed, where = wording_ids(self.task)
         if self.wording not in allowed:
-            close = did_you_mean(self.wording, allowed)
-            raise _Bad(f"one of {', '.join(map(repr, allowed))} ({where})", close, "wording")
+            raise ParameterError("wording", f"one of {', '.join(map(repr, allowed))} ({where})",
+                                 self.wording, did_you_mean(self.wording, allowed))
         n = len(tasks.load(self.task))
         if self.pair_index >= n:
-            raise _Bad(f"an integer from 0 to {n - 1} (the task {self.task!r} has {n:,} pairs)",
-                       name="pair_index")
+            raise ParameterError("pair_index", f"an integer from 0 to {n - 1} (the task "
+                                               f"{self.task!r} has {n:,} pairs)", self.pair_index)
         return self
 
 
@@ -268,19 +200,19 @@ class TokenPerplexityResults(Chapter):
 
     computes: ClassVar[str] = "token-level perplexity of 5 tasks x 8 prompt pairs per item, bootstrap claims"
 
-    model: Text = param(SMOL, MODEL)
+    model: Model = param(SMOL, MODEL)
     tasks: Tasks = param(["blimp_anaphor", "blimp_animacy", "dust", "crows_pairs", "nonsense"],
                          "the tasks (`xcomps-study tasks` lists them)")
-    items_per_task: _at_least(1) | None = param(20, "items per task (None: every selected item, "
+    items_per_task: SampleSize = param(20, "items per task (None: every selected item, "
                                                     "the paper's size)", publish=200, smoke=2)
-    wordings: Literal["all"] | Names = param(
+    wordings: Wordings = param(
         "all", "the prompt wordings kept ('all', or a list of wording ids)",
         smoke=["grammatical", "specified", "stereotypical", "invented"])
     seed: Seed = param(0, SEED)
     token_budget: Budget = param("auto", BUDGET)
     device: Device = param("auto", DEVICE)
     dtype: Dtype = param("auto", DTYPE)
-    n_boot: _at_least(1) = param(2000, N_BOOT, smoke=200)
+    n_boot: at_least(1) = param(2000, N_BOOT, smoke=200)
     store: Text = param("results", STORE)
 
     @model_validator(mode="after")
@@ -308,19 +240,19 @@ class XcompsResults(_XcompsLanguages):
 
     computes: ClassVar[str] = "Meta, Direct and Neuro (probe per layer) on XCOMPS, bootstrap claims"
 
-    model: Text = param(GEMMA, MODEL, smoke=SMOL)
-    compare_model: Text | None = param(SMOL, "a second model for Direct, side by side "
+    model: Model = param(GEMMA, MODEL, smoke=SMOL)
+    compare_model: Model | None = param(SMOL, "a second model for Direct, side by side "
                                              "(None: skip)")
     source: Source = param("sample", SOURCE)
     languages: Names = param(SEVEN, "the XCOMPS languages scored", smoke=["en", "de"])
-    items_per_language: _at_least(1) | None = param(24, ITEMS, publish=None, smoke=5)
+    items_per_language: SampleSize = param(24, ITEMS, publish=None, smoke=5)
     methods: Annotated[list[Literal["meta", "direct", "neuro"]], Field(min_length=1)] = param(
         ["meta", "direct", "neuro"], "the methods run")
-    use_chat_template: bool = param(False, "Meta's prompt through the tokenizer's chat template")
+    use_chat_template: Flag = param(False, "Meta's prompt through the tokenizer's chat template")
     device: Device = param("auto", DEVICE)
     dtype: Dtype = param("auto", DTYPE)
     token_budget: Budget = param("auto", BUDGET)
-    n_boot: _at_least(1) = param(2000, N_BOOT, smoke=200)
+    n_boot: at_least(1) = param(2000, N_BOOT, smoke=200)
     seed: Seed = param(0, SEED)
     store: Text = param("results", STORE)
 
@@ -330,16 +262,16 @@ class XcompsTokenLevel(_XcompsLanguages):
 
     computes: ClassVar[str] = "concept vs property tokens of XCOMPS pairs, conditional Direct, 2 models"
 
-    model: Text = param(GEMMA, MODEL, smoke=SMOL)
-    compare_model: Text | None = param(SMOL, "a second model for the concept-prior share "
+    model: Model = param(GEMMA, MODEL, smoke=SMOL)
+    compare_model: Model | None = param(SMOL, "a second model for the concept-prior share "
                                              "(None: skip)")
     source: Source = param("sample", SOURCE)
     languages: Names = param(SEVEN, "the XCOMPS languages scored", smoke=["en", "de"])
-    items_per_language: _at_least(1) | None = param(24, ITEMS, publish=None, smoke=5)
+    items_per_language: SampleSize = param(24, ITEMS, publish=None, smoke=5)
     device: Device = param("auto", DEVICE)
     dtype: Dtype = param("auto", DTYPE)
     token_budget: Budget = param("auto", BUDGET)
-    n_boot: _at_least(100) = param(1000, N_BOOT, publish=2000, smoke=200)
+    n_boot: at_least(100) = param(1000, N_BOOT, publish=2000, smoke=200)
     seed: Seed = param(0, SEED)
     store: Text = param("results", STORE)
 
@@ -349,14 +281,14 @@ class XcompsTokenLevelAgreement(_XcompsLanguages):
 
     computes: ClassVar[str] = "which XCOMPS items a model knows in every language (reads the Direct run of the token-level page)"
 
-    model: Text = param(GEMMA, MODEL, smoke=SMOL)
+    model: Model = param(GEMMA, MODEL, smoke=SMOL)
     source: Source = param("sample", SOURCE)
     languages: Names = param(SEVEN, "the XCOMPS languages compared", smoke=["en", "de"])
-    items_per_language: _at_least(1) | None = param(24, ITEMS, publish=None, smoke=5)
+    items_per_language: SampleSize = param(24, ITEMS, publish=None, smoke=5)
     device: Device = param("auto", DEVICE)
     dtype: Dtype = param("auto", DTYPE)
     token_budget: Budget = param("auto", BUDGET)
-    n_boot: _at_least(100) = param(1000, N_BOOT, publish=2000, smoke=200)
+    n_boot: at_least(100) = param(1000, N_BOOT, publish=2000, smoke=200)
     seed: Seed = param(0, SEED)
     store: Text = param("results", STORE)
 
@@ -366,25 +298,25 @@ class BmlamaLanguages(Chapter):
 
     computes: ClassVar[str] = "Direct on BMLAMA-17 and -53 facts and their control frames, 2 models; typology; language-level claims"
 
-    models: Names = param([GEMMA, SMOL], "the models (Direct on both benchmarks)", smoke=[SMOL])
+    models: Models = param([GEMMA, SMOL], "the models (Direct on both benchmarks)", smoke=[SMOL])
     languages17: Names | None = param(None, "BMLAMA-17 languages (None: all 17)",
                                       smoke=["en", "fr", "vi", "zh", "ja"])
     languages53: Names | None = param(None, "BMLAMA-53 languages (None: all 53)",
                                       smoke=["en", "de", "fr", "vi", "zh"])
-    facts17: _at_least(2) = param(10, "facts a language on BMLAMA-17 (9 pairs a fact, the same "
+    facts17: at_least(2) = param(10, "facts a language on BMLAMA-17 (9 pairs a fact, the same "
                                       "facts in every language)", publish=70, smoke=2)
-    facts53: _at_least(2) = param(5, "facts a language on BMLAMA-53", publish=20, smoke=2)
-    methods_model: Text | None = param(GEMMA, "Meta and Neuro on BMLAMA-17 with this model "
+    facts53: at_least(2) = param(5, "facts a language on BMLAMA-53", publish=20, smoke=2)
+    methods_model: Model | None = param(GEMMA, "Meta and Neuro on BMLAMA-17 with this model "
                                               "(None: Direct only)", smoke=SMOL)
-    methods_facts: _at_least(2) | None = param(
+    methods_facts: at_least(2) | None = param(
         None, "Meta and Neuro on the first this many of the BMLAMA-17 facts (None: all facts17; "
               "Meta and Neuro cost about a minute a fact on 2 CPU cores)", publish=10)
     reduction: Literal["mean", "sum"] = param("mean", "Direct's ranking: 'mean' per token (the "
                                                       "BMLAMA authors') or 'sum' (the project's)")
     value: Literal["pairwise_beyond", "beyond"] = param(
         "pairwise_beyond", "what the claims read: pairwise or top-1 accuracy beyond the control")
-    n_boot: _at_least(1) = param(2000, N_BOOT, smoke=200)
-    n_perm: _at_least(1) = param(9999, "permutations of every language-level test", smoke=999)
+    n_boot: at_least(1) = param(2000, N_BOOT, smoke=200)
+    n_perm: at_least(1) = param(9999, "permutations of every language-level test", smoke=999)
     seed: Seed = param(0, SEED)
     device: Device = param("auto", DEVICE)
     dtype: Dtype = param("auto", DTYPE)
@@ -396,19 +328,20 @@ class BmlamaLanguages(Chapter):
 
         for b, n in (("bmlama17", "17"), ("bmlama53", "53")):
             known = bmlama.languages(b)
-            _among(f"languages{n}", getattr(self, f"languages{n}"), known,
-                   f"the {len(known)} BMLAMA-{n} languages", none=True)
+            out_of(f"languages{n}", getattr(self, f"languages{n}"), known,
+                   f"BMLAMA-{n} languages")
         for b, n in (("bmlama17", "17"), ("bmlama53", "53")):
             facts = getattr(self, f"facts{n}")
             # the files are parallel (data/bmlama.md): the same facts in every language
             most = tasks.units(f"{b}:en")
             if facts > most:
-                raise _Bad(f"an integer from 2 to {most:,} (the facts BMLAMA-{n} holds per "
-                           f"language)", name=f"facts{n}")
+                raise ParameterError(f"facts{n}", f"an integer from 2 to {most:,} (the facts "
+                                                  f"BMLAMA-{n} holds per language)", facts)
         if self.methods_facts is not None and self.methods_facts > self.facts17:
-            raise _Bad(f"an integer from 2 to facts17 ({self.facts17}) or None",
-                       "Meta and Neuro run on the first methods_facts of the facts17 facts",
-                       "methods_facts")
+            raise ParameterError("methods_facts", f"an integer from 2 to facts17 "
+                                                  f"({self.facts17}) or None", self.methods_facts,
+                                 "Meta and Neuro run on the first methods_facts of the facts17 "
+                                 "facts")
         return self
 
 
@@ -417,7 +350,7 @@ class GrammarAcrossLanguages(Chapter):
 
     computes: ClassVar[str] = "Direct (sum, mean, per byte), pivot share and Neuro on CLAMS, TurBLiMP, SLING, RuBLiMP, MultiBLiMP and BLiMP, 2 models"
 
-    models: Names = param([GEMMA, SMOL], "the models")
+    models: Models = param([GEMMA, SMOL], "the models")
     clams_languages: Names = param(["en", "de", "fr", "he", "ru"], "CLAMS languages",
                                    smoke=["en", "he"])
     constructions: Names = param(
@@ -443,18 +376,18 @@ class GrammarAcrossLanguages(Chapter):
                  "np_agreement_case", "anaphor_agreement_gender", "negative_concord"])
     multiblimp: Names = param(["eng", "ell", "nld", "tur"], "MultiBLiMP languages",
                               smoke=["eng", "ell"])
-    items_per_task: _at_least(1) | None = param(20, "pairs per task, each its own item "
+    items_per_task: SampleSize = param(20, "pairs per task, each its own item "
                                                     "(None: all)", publish=200, smoke=2)
-    xcomps_items: _at_least(1) | None = param(2, "XCOMPS sample items per language (x 4 negative "
+    xcomps_items: SampleSize = param(2, "XCOMPS sample items per language (x 4 negative "
                                                  "types; None: all 30)", publish=None)
-    neuro_model: Text | None = param(GEMMA, "Neuro's model (None: no Neuro)")
-    neuro_pairs_per_language: _at_least(4) | None = param(12, "pairs probed per language "
+    neuro_model: Model | None = param(GEMMA, "Neuro's model (None: no Neuro)")
+    neuro_pairs_per_language: at_least(4) | None = param(12, "pairs probed per language "
                                                               "(None: all)", publish=200, smoke=6)
-    neuro_splits: _at_least(2) = param(3, "Neuro's outer folds (inner: 2)", publish=5)
+    neuro_splits: at_least(2) = param(3, "Neuro's outer folds (inner: 2)", publish=5)
     neuro_languages: Names = param(["en", "zh"], "Neuro's languages", smoke=["en", "he"])
     xcomps_languages: Names = param(["en", "de", "fr", "zh", "tr"], "the XCOMPS sample's "
                                     "languages set beside these tasks", smoke=["en", "de", "zh"])
-    n_boot: _at_least(100) = param(1000, N_BOOT, publish=2000, smoke=200)
+    n_boot: at_least(100) = param(1000, N_BOOT, publish=2000, smoke=200)
     seed: Seed = param(0, SEED)
     device: Device = param("auto", DEVICE)
     dtype: Dtype = param("auto", DTYPE)
@@ -474,17 +407,17 @@ class GrammarAcrossLanguages(Chapter):
                  "multiblimp": (grammar.MULTIBLIMP_LANGUAGES, "MultiBLiMP languages")}
         for name, (known, what) in lists.items():
             known = list(known)
-            _among(name, getattr(self, name), known, f"the {len(known)} {what}")
+            out_of(name, getattr(self, name), known, what)
         # the languages of the chapter's pairs: what Neuro can probe
         langs = list(dict.fromkeys(
             [*self.clams_languages, grammar.DATASET_LANGUAGES["turblimp"],
              grammar.DATASET_LANGUAGES["sling"], grammar.DATASET_LANGUAGES["blimp"],
              grammar.DATASET_LANGUAGES["rublimp"],
              *(grammar.MULTIBLIMP_LANGUAGES[x] for x in self.multiblimp)]))
-        _among("neuro_languages", self.neuro_languages, langs,
-               "the languages of the chapter's pairs")
-        _among("xcomps_languages", self.xcomps_languages, xcomps.SAMPLE_LANGUAGES,
-               "the languages of XCOMPS' sample files")
+        out_of("neuro_languages", self.neuro_languages, langs,
+               "languages of the chapter's pairs")
+        out_of("xcomps_languages", self.xcomps_languages, xcomps.SAMPLE_LANGUAGES,
+               "languages of XCOMPS' sample files")
         names = chapter_tasks(self.clams_languages, self.constructions, self.turblimp,
                               self.sling, self.blimp, self.rublimp, self.multiblimp)
         _size("items_per_task", self.items_per_task, 1, names)
@@ -526,20 +459,24 @@ def declaration(chapter: str) -> type[Chapter]:
     """The parameter model of ``chapter`` (a notebook's name).
 
     Raises:
-        KeyError: no chapter has that name (with a did-you-mean).
+        NotFound: (a ``KeyError``) no chapter has that name (with a did-you-mean).
     """
     if chapter not in CHAPTERS:
         close = did_you_mean(chapter, CHAPTERS)
-        raise KeyError(f"no chapter {chapter!r} declares parameters; the chapters: "
+        raise NotFound(f"no chapter {chapter!r} declares parameters; the chapters: "
                        f"{', '.join(CHAPTERS)}" + (f"; {close}" if close else ""))
     return CHAPTERS[chapter]
 
 
 def sizes(chapter: str, which: str = "default") -> dict[str, Any]:
     """A chapter's declared parameter values at ``which`` size: ``"default"`` (the parameters
-    cell), ``"publish"`` (``make book`` and ``make publish``) or ``"smoke"`` (``make smoke``)."""
+    cell), ``"publish"`` (``make book`` and ``make publish``) or ``"smoke"`` (``make smoke``).
+
+    Raises:
+        ParameterError: another ``which``.
+    """
     if which not in ("default", "publish", "smoke"):
-        raise ValueError(f"which must be 'default', 'publish' or 'smoke', got {which!r}")
+        raise ParameterError("which", "'default', 'publish' or 'smoke'", which)
     out = {}
     for name, field in declaration(chapter).model_fields.items():
         extra = field.json_schema_extra or {}
@@ -548,57 +485,6 @@ def sizes(chapter: str, which: str = "default") -> dict[str, Any]:
 
 
 # --- the one check ---------------------------------------------------------------------------------
-
-def _words(schema: dict) -> str:
-    """What a JSON schema (of a field or a part of one) allows, in words."""
-    if "anyOf" in schema:
-        return " or ".join(_words(s) for s in schema["anyOf"])
-    if "const" in schema:
-        return repr(schema["const"])
-    if "enum" in schema:
-        return "one of " + ", ".join(map(repr, schema["enum"]))
-    kind = schema.get("type")
-    if kind == "integer":
-        low, high = schema.get("minimum"), schema.get("maximum")
-        if low is not None and high is not None:
-            return f"an integer from {low} to {high}"
-        return "an integer" + (f" >= {low}" if low is not None else "")
-    if kind == "string":
-        if "examples" in schema:
-            return f"a string like {schema['examples'][0]!r}"
-        return "a non-empty string" if schema.get("minLength") else "a string"
-    if kind == "array":
-        items = _words(schema.get("items", {}))
-        items = " of strings" if items.endswith("string") else f", each {items}"
-        return f"{'a non-empty' if schema.get('minItems') else 'a'} list{items}"
-    return {"null": "None", "boolean": "True or False"}.get(kind, "a value")
-
-
-def _show(value) -> str:
-    return f"{value!r} ({type(value).__name__})"
-
-
-def _value_error(chapter: str, model: type[Chapter], values: dict,
-                 err: ValidationError) -> ParameterError:
-    first = err.errors()[0]
-    cause = (first.get("ctx") or {}).get("error")
-    name = (cause.name if isinstance(cause, _Bad) and cause.name
-            else first["loc"][0] if first["loc"] else None)
-    if name is None:
-        # a check of the whole chapter failed before it could name a parameter (offline, the
-        # data it reads is missing): that error is the one to show, as it was raised
-        if isinstance(cause, Exception) and not isinstance(cause, _Bad):
-            raise cause from None
-        return ParameterError(f"{chapter}: {first['msg'].removeprefix('Value error, ')}")
-    if isinstance(cause, _Bad):
-        allowed, hint = cause.allowed, cause.hint
-    else:
-        allowed = _words(model.model_json_schema()["properties"][name])
-        hint = (f"pass a list: -y '{{{name}: [{values[name]}]}}'"
-                if isinstance(values[name], str) and "list" in allowed else "")
-    return ParameterError(f"{chapter}: parameter {name!r} must be {allowed}, got "
-                          f"{_show(values[name])}" + (f"; {hint}" if hint else ""))
-
 
 def _injected(values: dict) -> list[str]:
     """The names papermill injected: the assignments of the kernel's input cells that start
@@ -628,28 +514,31 @@ def check(values: dict, chapter: str) -> None:
         chapter: the chapter's name (its notebook, ``notebooks/<chapter>.md``).
 
     Raises:
-        ParameterError: the first wrong parameter, in one line, e.g.
-            ``direct_scoring: parameter 'n_pairs' must be an integer >= 1 or None, got 'abc'
-            (str)``; ``direct_scoring: parameter 'n_pair' is not declared (the chapter's
-            parameters: model, tasks, n_pairs, ...); did you mean 'n_pairs'?``
+        ParameterError: the first wrong parameter, in one line (the form of
+            :mod:`xcomps_utils.declare`, where the command line and the sweep files say the
+            same), e.g. ``direct_scoring: the 'n_pairs' parameter must be an integer >= 1 or
+            None (every one); got 'abc'``; ``direct_scoring: 'n_pair' is not a parameter (the
+            chapter's parameters: model, tasks, n_pairs, ...); did you mean 'n_pairs'?``
+        DataError: the data a check reads is missing (offline, ``XCOMPS_DATA_DIR`` unset or
+            wrong), as :mod:`xcomps_utils.pairs.data` raises it.
     """
     model = declaration(chapter)
     fields = list(model.model_fields)
     for name in _injected(values):
         if name not in model.model_fields:
-            close = did_you_mean(name, fields)
-            raise ParameterError(f"{chapter}: parameter {name!r} is not declared (the chapter's "
-                                 f"parameters: {', '.join(fields) or 'none'})"
-                                 + (f"; {close}" if close else ""))
+            raise ParameterError(name, None, hint=did_you_mean(name, fields), where=chapter,
+                                 known=f"the chapter's parameters: {', '.join(fields) or 'none'}")
     for name in fields:
         if name not in values:
-            raise ParameterError(f"{chapter}: parameter {name!r} is not set (the chapter's "
-                                 f"parameters cell assigns it)")
-    given = {name: values[name] for name in fields}
-    try:
-        model.model_validate(given)  # nothing returned: a chapter's cell shows no output for it
-    except ValidationError as err:
-        raise _value_error(chapter, model, given, err) from None
+            raise ParameterError(name, words(model.model_json_schema()["properties"][name]),
+                                 MISSING, "the chapter's parameters cell assigns it", chapter)
+    try:  # nothing returned: a chapter's cell shows no output for it
+        validate(model, {name: values[name] for name in fields}, chapter)
+    except ParameterError as err:
+        if err.hint.startswith("pass a list: "):  # as papermill takes one
+            err.hint = f"pass a list: -y '{{{err.name}: {err.hint.removeprefix('pass a list: ')}}}'"
+            err.args = (err.line(),)
+        raise
 
 
 # --- the visible table ------------------------------------------------------------------------------

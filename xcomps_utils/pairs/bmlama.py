@@ -57,6 +57,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
 from . import data
 from .data import DataError
 
@@ -276,11 +277,11 @@ def control_pairs(pairs: pd.DataFrame, seed: int = 0, data_dir=None) -> pd.DataF
         ``pair_id`` and ``item`` are kept, so a control pair joins its original.
 
     Raises:
-        ValueError: pairs without the BMLAMA columns.
+        InputError: pairs without the BMLAMA columns.
     """
     missing = [c for c in ("item", "fact", "lang", "template", "candidate") if c not in pairs]
     if missing:
-        raise ValueError(f"control_pairs needs BMLAMA pairs (xcomps_utils.pairs.bmlama.load_bmlama); "
+        raise InputError(f"control_pairs needs BMLAMA pairs (xcomps_utils.pairs.bmlama.load_bmlama); "
                          f"these lack {missing}")
     enabled = gc.isenabled()  # as in _pairs: many small lists, none of them garbage
     gc.disable()

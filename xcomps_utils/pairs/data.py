@@ -42,6 +42,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..declare import check, SampleSize
 from ..errors import did_you_mean, XcompsError
 from .. import paths
 from ..paths import data_home, resources_dir
@@ -370,10 +371,9 @@ def sample_pairs(pairs: pd.DataFrame, n: int | None, seed: int = 0,
     :class:`SmallSampleWarning` says how many, and why.
 
     Raises:
-        ValueError: ``n < 1``.
+        ParameterError: ``n`` is not an integer >= 1 or None.
     """
-    if n is not None and n < 1:
-        raise ValueError(f"n must be >= 1 or None, got {n}")
+    n = check(SampleSize, n, "n")
     total = len(pairs)
     if drop_flagged:
         pairs = pairs[~(pairs["identical"] | pairs["duplicate"])]

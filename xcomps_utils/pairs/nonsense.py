@@ -14,6 +14,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from ..declare import at_least, check, Size
 from .data import PAIR_COLUMNS
 
 __all__ = ["REAL_WORDS", "pseudo_word", "generate_nonsense"]
@@ -39,6 +40,9 @@ def pseudo_word(rng: np.random.Generator, syllables: int = 2) -> str:
     return "".join(parts) + rng.choice(_CODAS)
 
 
+_AT_LEAST_2 = at_least(2)
+
+
 def generate_nonsense(n: int = 250, words_per_list: int = 6, seed: int = 0) -> pd.DataFrame:
     """``n`` nonsense minimal pairs in the project's pair schema (dataset ``nonsense``).
 
@@ -46,10 +50,9 @@ def generate_nonsense(n: int = 250, words_per_list: int = 6, seed: int = 0) -> p
     unique within a list and never equal a word of :data:`REAL_WORDS`.
 
     Raises:
-        ValueError: ``n < 1`` or ``words_per_list < 2``.
+        ParameterError: ``n < 1`` or ``words_per_list < 2``.
     """
-    if n < 1 or words_per_list < 2:
-        raise ValueError(f"need n >= 1 and words_per_list >= 2, got {n}, {words_per_list}")
+    n, words_per_list = check(Size, n, "n"), check(_AT_LEAST_2, words_per_list, "words_per_list")
     rng = np.random.default_rng(seed)
     real = set(REAL_WORDS)
     rows = []

@@ -43,17 +43,21 @@ import hashlib
 import json
 import warnings
 from dataclasses import dataclass
-from typing import Callable
+from typing import Annotated, Callable
 
 import numpy as np
 import pandas as pd
 
-from ..errors import did_you_mean, XcompsError
+from pydantic import AfterValidator
+
+from ..declare import check, Name, Names, ParameterError, Size
+from ..errors import did_you_mean
 from . import data
 
 __all__ = ["Task", "TASKS", "get", "names", "load", "select", "sample", "sample_units",
            "checksums", "provenance", "counts", "SizeError", "size", "units", "largest",
-           "check_size", "xcomps_items", "check_items", "FAMILIES", "family_members"]
+           "check_size", "xcomps_items", "check_items", "FAMILIES", "family_members", "TaskName",
+           "TaskNames"]
 
 
 @dataclass(frozen=True)
@@ -294,6 +298,30 @@ def get(name: str) -> Task:
                          f"'bmlama17:<lang>', 'bmlama53:<lang>', 'xcomps:<lang>'")
 
 
+def _known(name: str) -> str:
+    try:
+        get(name)
+    except data.DataError as err:
+        raise ParameterError("", "a task name (`xcomps-study tasks` lists them)", name,
+                             str(err)) from None
+    return name
+
+
+def _each_known(names_: list[str]) -> list[str]:
+    for i, name in enumerate(names_):
+        try:
+            _known(name)
+        except ParameterError as err:
+            raise err.moved(under=f"[{i}]") from None
+    return names_
+
+
+#: The declared type of a task name (:data:`xcomps_utils.declare.Name` that :func:`get` knows).
+TaskName = Annotated[Name, AfterValidator(_known)]
+#: The declared type of a list of task names (:data:`xcomps_utils.declare.Names`, each known).
+TaskNames = Annotated[Names, AfterValidator(_each_known)]
+
+
 #: every name family :func:`get` accepts besides :data:`TASKS`: family -> (pattern, what it is)
 FAMILIES: dict[str, tuple[str, str]] = {
     "blimp": ("blimp:<phenomenon>", "BLiMP (English)"),
@@ -394,11 +422,10 @@ def sample_units(pool: pd.DataFrame, n: int, seed: int, unit: str) -> pd.DataFra
     one of the whole pool when ``n`` is within it (the order and each unit's pairs are the same).
 
     Raises:
-        ValueError: ``n < 1``. Warns :class:`~xcomps_utils.pairs.data.SmallSampleWarning` when
-        the pool holds fewer than ``n`` pairs (all of them are returned).
+        ParameterError: ``n < 1``. Warns :class:`~xcomps_utils.pairs.data.SmallSampleWarning`
+        when the pool holds fewer than ``n`` pairs (all of them are returned).
     """
-    if n < 1:
-        raise ValueError(f"n must be >= 1 or None, got {n}")
+    n = check(Size, n, "n")
     pool = pool[~(pool["identical"] | pool["duplicate"])]
     # the order of a unit depends on its id and the seed alone: the same facts in every language
     units = sorted(pd.unique(pool[unit]).tolist(),
@@ -451,20 +478,22 @@ def counts(sampled: pd.DataFrame, data_dir=None) -> pd.DataFrame:
 
 # --- what a task holds: the bound of a requested size ----------------------------------------------
 
-class SizeError(XcompsError, ValueError):
-    """A requested size (pairs, items, facts) above what the selection holds, in one line naming
-    the parameter, its bound and why, and the value given::
+class SizeError(ParameterError):
+    """A requested size (pairs, items, facts) above what the selection holds: the
+    :class:`~xcomps_utils.declare.ParameterError` of the parameter, with its bound and why::
 
-        n_pairs must be at most 59,143 (the pairs bmlama17:vi holds), or None for every one;
-        got 1000000000000
+        the 'n_pairs' parameter must be an integer from 1 to 59,143 (the pairs bmlama17:vi
+        holds) or None (every one); got 1000000000000
 
-    Attributes: ``parameter``, ``got``, ``limit`` (the most allowed), ``holds`` (why, in words).
+    Attributes (besides ``ParameterError``'s): ``parameter`` (its name as given), ``limit``
+    (the most allowed), ``holds`` (why, in words).
     """
 
-    def __init__(self, parameter: str, got, limit: int, holds: str):
-        self.parameter, self.got, self.limit, self.holds = parameter, got, limit, holds
-        super().__init__(f"{parameter} must be at most {limit:,} ({holds}), or None for every "
-                         f"one; got {got}")
+    def __init__(self, parameter: str, got, limit: int, holds: str, low: int = 1,
+                 every: bool = True):
+        self.parameter, self.limit, self.holds = parameter, limit, holds
+        super().__init__(parameter, f"an integer from {low} to {limit:,} ({holds})"
+                         + (" or None (every one)" if every else ""), got)
 
 
 def _pool(name: str, selection: bool, data_dir, seed: int) -> pd.DataFrame:
@@ -539,8 +568,8 @@ def check_size(names_: list[str], n: int | None, parameter: str = "n_pairs", *,
     task", as every size is.
 
     Raises:
-        SizeError: e.g. ``n_pairs must be at most 59,143 (the pairs bmlama17:vi holds), or None
-            for every one; got 1000000000000``.
+        SizeError: e.g. ``the 'n_pairs' parameter must be an integer from 1 to 59,143 (the pairs
+            bmlama17:vi holds) or None (every one); got 1000000000000``.
     """
     if n is None:
         return
@@ -572,8 +601,8 @@ def check_items(languages: list[str], n: int | None, source: str = "sample",
     """Refuse ``n`` XCOMPS items per language above what the languages hold.
 
     Raises:
-        SizeError: ``items_per_language must be at most 30 (the items XCOMPS' sample holds per
-            language), or None for every one; got 31``.
+        SizeError: ``the 'items_per_language' parameter must be an integer from 1 to 30 (the
+            items XCOMPS' sample holds per language) or None (every one); got 31``.
     """
     if n is None:
         return

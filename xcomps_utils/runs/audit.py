@@ -90,6 +90,7 @@ import numpy as np
 import pandas as pd
 
 from .. import MKL_CBWR
+from ..declare import check, ParameterError, SampleSize, Size
 from ..lm.precision import (BF16_PAIR_TOLERANCE, FLOAT32_GAP_BY_MODEL, FLOAT32_GAP_DEFAULT,
                             FLOAT32_KERNEL_SPREAD_BY_MODEL, FLOAT32_KERNEL_SPREAD_DEFAULT,
                             FLOAT32_LENGTH_TOLERANCE, FLOAT32_TOKEN_TOLERANCE, dtype_name,
@@ -265,15 +266,16 @@ def plan_sample(candidates: list[dict], sample: int | None = None, seed: int = 0
         the drawn units, ordered by model (each model loads once), run and shard.
 
     Raises:
-        ValueError: ``sample`` is below the number of runs (each gets one) or below 1.
+        ParameterError: ``sample`` is below the number of runs (each gets one) or below 1.
     """
     groups: dict[str, list[dict]] = {}
     for u in sorted(candidates, key=lambda u: (u["run"], u["label"])):
         groups.setdefault(u["run"], []).append(u)
-    if sample is not None and (isinstance(sample, bool) or int(sample) < max(1, len(groups))):
-        raise ValueError(f"sample={sample!r}: the audit recomputes at least one shard per run, "
-                         f"and the store has {len(groups)} run(s); pass --sample "
-                         f"{max(1, len(groups))} or more, or --all")
+    least = max(1, len(groups))
+    if check(SampleSize, sample, "sample") is not None and sample < least:
+        raise ParameterError("sample", f"an integer >= {least} (the audit recomputes at least "
+                                       f"one shard of each of the store's {len(groups)} run(s))",
+                             sample, "or leave it out (one shard a run), or --all")
     rng = np.random.default_rng(seed)
     chosen = [us[int(rng.integers(len(us)))] for _, us in sorted(groups.items())]
     rest = [u for _, us in sorted(groups.items()) for u in us if not any(u is c for c in chosen)]
@@ -289,11 +291,12 @@ def ship_sample_size(n_units: int, bad_fraction: float = 0.05, power: float = 0.
     ``power`` (hypergeometric): ``make ship``'s check (all units when the store is small).
 
     Raises:
-        ValueError: a fraction or power outside (0, 1), or ``n_units`` below 1.
+        ParameterError: a fraction or power outside (0, 1), or ``n_units`` below 1.
     """
-    if n_units < 1 or not 0 < bad_fraction < 1 or not 0 < power < 1:
-        raise ValueError(f"n_units must be >= 1 and bad_fraction, power in (0, 1); got "
-                         f"{n_units}, {bad_fraction}, {power}")
+    check(Size, n_units, "n_units")
+    for name, value in (("bad_fraction", bad_fraction), ("power", power)):
+        if not 0 < value < 1:
+            raise ParameterError(name, "a number in (0, 1)", value)
     from scipy.stats import hypergeom
 
     bad = max(1, int(np.ceil(bad_fraction * n_units)))
@@ -1035,7 +1038,7 @@ def audit(store: str | os.PathLike | Store, sample: int | None = None, seed: int
         AuditError: the store does not verify (names the first problem), holds no finished
             shard, or a run cannot be recomputed here (another device kind, other weights, its
             model not installed: names the run, the shard and the cause).
-        ValueError: ``sample`` below the number of runs, ``pairs`` below 1.
+        ParameterError: ``sample`` below the number of runs, ``pairs`` below 1.
         KeyError: a run of ``runs`` is not in the store.
     """
     log = log or (lambda line: None)
@@ -1052,9 +1055,7 @@ def audit(store: str | os.PathLike | Store, sample: int | None = None, seed: int
     candidates = units(store, unshipped, runs)
     if not candidates:
         raise AuditError(f"{store.root}: no finished shard to audit")
-    if pairs is not None and (isinstance(pairs, bool) or int(pairs) < 1):
-        raise ValueError(f"pairs={pairs!r}: the audit recomputes at least 1 pair of a shard; "
-                         f"pass --pairs 1 or more, or leave it out for whole shards")
+    check(SampleSize, pairs, "pairs")
     done = _journal_read(journal, store) if journal else set()
     if every:
         drawn, pairs = sorted(candidates, key=lambda u: (str(u["model"]), u["run"], u["label"])), None

@@ -1,25 +1,42 @@
 """The ``xcomps-study`` command line: run methods into a results store, list and verify what it
 holds.
 
-Exit codes: 0 done; 1 an error, told in one line that says what and what to do (unknown model,
-missing data, bad input, a damaged or unwritable store, a device this machine lacks; any other
-exception too); 2 a usage error (unknown option, a value of the wrong type). ``xcomps-study
---debug ...`` (or ``XCOMPS_DEBUG=1``) shows the traceback instead. Progress goes to stderr,
-results to stdout.
+Every option that takes a parameter shared with the sweep files, the chapters and
+:func:`xcomps_utils.runs.execute.run` (seed, token budget, device, dtype, model, sizes, source,
+BOS policy, methods) is checked by its type declared in :mod:`xcomps_utils.declare`
+(:class:`Declared`), so a bad value gets the same line everywhere: ``the 'seed' parameter must
+be an integer from 0 to 4294967295; got -5``.
+
+Exit codes:
+
+* 0: done;
+* 1: an error the package raised on purpose (an :class:`~xcomps_utils.errors.XcompsError`: a
+  bad parameter, unknown model, missing data, a damaged or unwritable store, a device this
+  machine lacks), told in one line on stderr that says what and what to do;
+* 2: a usage error (click's: an unknown option, a missing argument, ``--task`` with
+  ``--languages``);
+* 70 (:data:`BUG`, ``EX_SOFTWARE``): any other exception, a bug: the traceback and where to
+  report it, on stderr.
+
+``xcomps-study --debug ...`` (or ``XCOMPS_DEBUG=1``) shows the traceback of an error of exit
+code 1 too. Progress goes to stderr, results to stdout.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 
 import click
 
-from .. import __version__
+from .. import __version__, declare
 from ..errors import XcompsError
-from ..methods.config import bos_policies, DTYPES, EXECUTORS, SOURCES
+from ..methods import config as C
 from ..methods.registry import METHODS
 
 STORE_HELP = "results store folder (created if missing)"
+#: The exit code of an unexpected exception, a bug (``EX_SOFTWARE`` of BSD's sysexits.h).
+BUG = 70
 
 
 def _split(values) -> list[str]:
@@ -29,30 +46,77 @@ def _split(values) -> list[str]:
 
 
 def _one_line(err: BaseException) -> str:
-    """The error in one line: its message (the package's own errors and value, type, lookup and
-    import errors say what and what to do), else its type and message."""
-    text = str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
-    text = " ".join(text.split())
-    if not isinstance(err, (XcompsError, ValueError, TypeError, LookupError, ImportError)) \
-            or not text:
-        text = f"{type(err).__name__}: {text}".rstrip(": ")
-    return text
+    """The error's message in one line (its type too where it has no message)."""
+    return " ".join(str(err).split()) or type(err).__name__
 
 
 class _Group(click.Group):
-    """Every error a command meets ends in one line and exit code 1 (the traceback with
-    ``--debug``); click's own usage errors keep exit code 2."""
+    """The package's own errors (:class:`~xcomps_utils.errors.XcompsError`) end in one line and
+    exit code 1 (the traceback first with ``--debug``); any other exception is a bug: its
+    traceback, where to report it, exit code :data:`BUG`. Click's usage errors keep exit code
+    2."""
 
     def invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
             raise
-        except Exception as err:  # noqa: BLE001 - the one error path
+        except XcompsError as err:
             if ctx.params.get("debug"):
-                raise
-            raise click.ClickException(f"{_one_line(err)} (traceback: xcomps-study --debug ...)"
-                                       ) from err
+                import traceback
+
+                traceback.print_exc()
+            raise click.ClickException(_one_line(err)) from err
+        except Exception:  # noqa: BLE001 - anything else is a bug
+            import traceback
+
+            traceback.print_exc()
+            click.echo(f"xcomps-study {__version__}: an unexpected error, a bug: please report it "
+                       f"to the project's issue tracker with the traceback above and the "
+                       f"command that gave it (exit code {BUG})", err=True)
+            ctx.exit(BUG)
+
+
+class Declared(click.ParamType):
+    """An option's value checked by a type declared in :mod:`xcomps_utils.declare` (the one the
+    sweep files, the chapters and :func:`xcomps_utils.runs.execute.run` use): the text given is
+    taken as the integer or ``None`` it spells where the type wants one (``--seed 5``,
+    ``--token-budget none``), then checked; a bad value raises the same
+    :class:`~xcomps_utils.declare.ParameterError` (exit code 1) as anywhere else.
+
+    Args:
+        kind: the declared type; metavar: what ``--help`` shows; choices: the values to list
+            (and complete).
+    """
+
+    def __init__(self, kind, metavar: str, choices=()):
+        self.kind, self.name, self.choices = kind, metavar, tuple(choices)
+
+    def get_metavar(self, param, ctx=None):
+        return "[" + "|".join(self.choices) + "]" if self.choices else self.name
+
+    def convert(self, value, param, ctx):
+        name = param.name if param is not None else "value"
+        if not isinstance(value, str):
+            return declare.check(self.kind, value, name)
+        try:
+            return declare.check(self.kind, value, name)
+        except declare.ParameterError as err:
+            if re.fullmatch(r"[+-]?\d+", value.strip()):
+                return declare.check(self.kind, int(value), name)
+            if value.strip().lower() in ("none", "null"):
+                return declare.check(self.kind, None, name)
+            raise err from None
+
+    def shell_complete(self, ctx, param, incomplete):
+        from click.shell_completion import CompletionItem
+
+        return [CompletionItem(c) for c in self.choices if c.startswith(incomplete)]
+
+
+SEED = Declared(declare.Seed, "INTEGER")
+SIZE = Declared(declare.Size, "INTEGER")
+DEVICE = Declared(declare.Device, "auto|cpu|cuda|cuda:N|mps")
 
 
 def _quiet_loading() -> None:
@@ -67,21 +131,6 @@ def _quiet_loading() -> None:
 
     transformers.utils.logging.disable_progress_bar()
     huggingface_hub.utils.disable_progress_bars()
-
-
-class _Budget(click.ParamType):
-    name = "auto|INT"
-
-    def convert(self, value, param, ctx):
-        if value in ("auto", "none", None) or isinstance(value, int):
-            return None if value == "none" else value
-        try:
-            n = int(value)
-        except ValueError:
-            self.fail(f"{value!r} is neither 'auto', 'none' nor an integer", param, ctx)
-        if n < 1:
-            self.fail(f"{n} is below 1", param, ctx)
-        return n
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -103,33 +152,37 @@ def main(debug):
 
 @main.command("run")
 @click.argument("methods", nargs=-1, required=True,
-                type=click.Choice(list(METHODS)))
+                type=Declared(C.MethodName, "METHOD", METHODS))
 @click.option("--task", "--tasks", "tasks_", multiple=True, metavar="NAME[,NAME]",
               help="minimal-pair task(s), xcomps:<lang> among them; see `xcomps-study tasks`")
 @click.option("--languages", multiple=True, metavar="ISO[,ISO]",
               help="XCOMPS languages (instead of --task)")
-@click.option("--source", type=click.Choice(list(SOURCES)), default="sample",
+@click.option("--source", type=Declared(declare.Source, "SOURCE", declare.SOURCES),
+              default="sample",
               show_default=True, help="XCOMPS data: the project's sample or the pinned upstream")
-@click.option("--items-per-language", type=click.IntRange(min=1), default=None,
+@click.option("--items-per-language", type=SIZE, default=None,
               help="XCOMPS concept-property items per language (default: all)")
-@click.option("--n-pairs", type=click.IntRange(min=1), default=None,
+@click.option("--n-pairs", type=SIZE, default=None,
               help="pairs per task, seeded sample (default: all)")
-@click.option("--model", default="smollm2-135m-instruct", show_default=True,
+@click.option("--model", type=Declared(declare.Model, "NAME"), default="smollm2-135m-instruct",
+              show_default=True,
               help="embedded name, local folder or Hugging Face id")
-@click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:1, ...")
-@click.option("--dtype", type=click.Choice(list(DTYPES)),
+@click.option("--device", type=DEVICE, default="auto", show_default=True,
+              help="auto, cpu, cuda, cuda:1, ...")
+@click.option("--dtype", type=Declared(declare.Dtype, "DTYPE", C.DTYPES),
               default="auto", show_default=True)
-@click.option("--token-budget", type=_Budget(), default="auto", show_default=True,
-              help="tokens per forward pass")
-@click.option("--bos-policy", type=click.Choice(list(bos_policies())), default="bos",
+@click.option("--token-budget", type=Declared(declare.TokenBudget, "auto|none|INTEGER"),
+              default="auto", show_default=True, help="tokens per forward pass")
+@click.option("--bos-policy", type=Declared(declare.BosPolicy, "POLICY", C.bos_policies()),
+              default="bos",
               show_default=True, help="Direct's first-token convention")
 @click.option("--use-chat-template", is_flag=True, help="Meta prompts through the chat template")
 @click.option("--wordings", multiple=True, metavar="ID[,ID]",
               help="token-level perplexity wordings (default: all)")
-@click.option("--shard-size", type=click.IntRange(min=1), default=None,
+@click.option("--shard-size", type=SIZE, default=None,
               help="pairs per shard, the unit of resuming (default: per method)")
-@click.option("--seed", type=click.IntRange(min=0, max=2**31 - 1), default=0, show_default=True,
-              help="sampling and Neuro's folds")
+@click.option("--seed", type=SEED, default=0, show_default=True,
+              help="sampling and Neuro's folds (0 to 2**32 - 1)")
 @click.option("--store", default="results", show_default=True, help=STORE_HELP)
 @click.option("--truncate", is_flag=True,
               help="cut texts longer than the model's context (with a warning) instead of failing")
@@ -144,8 +197,7 @@ def run_cmd(methods, tasks_, languages, source, items_per_language, n_pairs, mod
     """
     if quiet:
         _quiet_loading()
-    from ..lm.models import check_model, resolve_device_dtype
-    from ..pairs.tasks import SizeError
+    from ..lm.models import check_model
     from . import execute as M, planner
     from .store import Store
 
@@ -166,19 +218,18 @@ def run_cmd(methods, tasks_, languages, source, items_per_language, n_pairs, mod
     if wordings and not _split(wordings):
         raise click.ClickException(f"--wordings {','.join(wordings)!r} names no wording; give "
                                    f"wording ids (default: all)")
-    # before any data is read or model loaded: the model name, device, dtype and store
+    # before any data is read or model loaded: the pair set (as a sweep file's), the model
+    # name and the store (the device and dtype were checked as the options were read)
+    if languages:
+        declare.validate(C.Languages, {"languages": languages, "source": source,
+                                       "items_per_language": items_per_language})
+    else:
+        declare.validate(C.Tasks, {"tasks": tasks_, "n_pairs": n_pairs})
     check_model(model)
     planner.check_model_folder(model)
-    resolve_device_dtype(device, dtype)
     Store(store)
-    try:
-        selected = planner.select(methods, tasks_, languages, source, items_per_language,
-                                  n_pairs, seed)
-    except SizeError as err:  # named by its flag, not by planner.select's parameter
-        flag = "--" + err.parameter.replace("_", "-")
-        every = {"n_pairs": "pair", "items_per_language": "item"}.get(err.parameter, "one")
-        raise click.ClickException(f"{flag} must be at most {err.limit:,} ({err.holds}); leave "
-                                   f"{flag} out for every {every}; got {err.got}") from None
+    selected = planner.select(methods, tasks_, languages, source, items_per_language, n_pairs,
+                              seed)
     for s in selected:
         res = M.run(model, s.pairs, s.methods, store=store, device=device, dtype=dtype,
                     bos_policy=bos_policy, token_budget=token_budget,
@@ -232,7 +283,7 @@ def _store(store: str):
 
 @main.command("sweep")
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--executor", type=click.Choice(list(EXECUTORS)), default=None,
+@click.option("--executor", type=Declared(C.Executor, "EXECUTOR", C.EXECUTORS), default=None,
               help="override the file's executor (auto: Ray if installed, else one process)")
 @click.option("--address", default=None,
               help="Ray cluster to join (auto, ray://head:10001); default: the file's ray.address")
@@ -270,7 +321,7 @@ def sweep_cmd(file, executor, address, store, dry_run, quiet):
 
 @main.command("ls")
 @click.option("--store", default="results", show_default=True, help=STORE_HELP)
-@click.option("--method", default=None, type=click.Choice(list(METHODS)),
+@click.option("--method", default=None, type=Declared(C.MethodName, "METHOD", METHODS),
               help="only runs of this method")
 @click.option("--json", "as_json", is_flag=True, help="one JSON record per run")
 def ls_cmd(store, method, as_json):
@@ -316,7 +367,7 @@ def ls_cmd(store, method, as_json):
 @click.option("--repair", is_flag=True,
               help="recompute the damaged shards (only those; damaged files are moved to "
                    "<store>/quarantine/, nothing is deleted)")
-@click.option("--device", default="auto", show_default=True,
+@click.option("--device", type=DEVICE, default="auto", show_default=True,
               help="where --repair loads a run's model (auto: the run's device kind)")
 @click.option("--quiet", is_flag=True, help="no progress bars")
 def verify_cmd(store, repair, device, quiet):
@@ -380,7 +431,7 @@ def verify_cmd(store, repair, device, quiet):
               help="before copying, recompute a sample of the shards to ship (xcomps-study "
                    "audit's rules): every shard of a small store, else enough that a store with "
                    "1 shard in 20 wrong shows one with probability 0.99")
-@click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="the seed of the check's draw")
 def ship_cmd(dest, store, runs, omit, reads, check, seed):
     """Copy complete runs of a store into DEST, the store a repository ships, leaving out
@@ -458,11 +509,11 @@ def _ship_check(st, dest, chosen: list[str], seed: int) -> None:
 
 @main.command("audit")
 @click.argument("store", type=click.Path())
-@click.option("--sample", type=click.IntRange(min=1), default=None,
+@click.option("--sample", type=SIZE, default=None,
               help="shards to recompute in all (default and minimum: one per run)")
-@click.option("--seed", type=click.IntRange(min=0, max=2**32 - 1), default=0, show_default=True,
+@click.option("--seed", type=SEED, default=0, show_default=True,
               help="the seed of the draw (make audit: the commit's)")
-@click.option("--pairs", type=click.IntRange(min=1), default=None,
+@click.option("--pairs", type=SIZE, default=None,
               help="recompute only this many pairs of each drawn shard of a per-pair method "
                    "(Direct, Meta, token-level perplexity; default: whole shards)")
 @click.option("--all", "every", is_flag=True,
@@ -471,7 +522,7 @@ def _ship_check(st, dest, chosen: list[str], seed: int) -> None:
               help="with --all: a JSON-lines file of the shards found within tolerance, appended "
                    "as each passes; shards it holds (same done markers) are not recomputed, so "
                    "an --all audit resumes after a kill")
-@click.option("--device", default="auto", show_default=True,
+@click.option("--device", type=DEVICE, default="auto", show_default=True,
               help="where a run's model loads (auto: the run's device kind)")
 @click.option("--run", "runs", multiple=True, metavar="ID[,ID]",
               help="audit only these runs (default: every run of the store)")

@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from ..declare import validate
 from ..lm.encoding import fit_context
 from ..methods.base import ID as _ID
 from ..methods.neuro import ShardedStates
@@ -491,34 +492,32 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=(DEFAULT_METHOD
         :class:`Results`.
 
     Raises:
-        ValueError: an unknown method, BOS policy, device or dtype, a device this machine lacks,
-            pairs without the columns a method needs, a bad text (names the pair and field).
+        ParameterError: a value its declared type refuses (:mod:`xcomps_utils.declare`: an
+            unknown method, BOS policy, device or dtype, a seed outside 0 to 2**32 - 1, ...), a
+            device this machine lacks, pairs without the columns a method needs.
+        InputError: a bad text (names the pair and field).
         ModelNotFoundError: an unknown model name (see :func:`~xcomps_utils.lm.models.load_model`).
         StoreError: the store is a file or not writable, or a run it holds is damaged (see
             :meth:`xcomps_utils.runs.store.Store.verify`).
     """
-    if methods is None or not isinstance(methods, (str, list, tuple, set)):
-        raise ValueError(f"methods must be a method name or a list of them, any of "
-                         f"{list(METHODS)}; got {methods!r}")
-    methods = [methods] if isinstance(methods, str) else list(dict.fromkeys(methods))
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown or not methods:
-        raise ValueError(f"unknown method(s) {unknown or methods}; use any of {list(METHODS)}")
-    if shard_size is not None and (isinstance(shard_size, bool) or int(shard_size) < 1):
-        raise ValueError(f"shard_size must be an integer >= 1, got {shard_size!r}")
-    params = _parameters(bos_policy=bos_policy, token_budget=token_budget, batch_size=batch_size,
-                         use_chat_template=use_chat_template, wordings=wordings,
-                         probe_by=probe_by, n_splits=n_splits, inner_splits=inner_splits,
-                         seed=seed)
+    from ..declare import check, Device, Dtype, Model, ParameterTypeError
+    from ..methods.config import MethodNames, RunParameters, ShardSize
+
+    methods = check(MethodNames, [methods] if isinstance(methods, str) else methods, "methods")
+    shard_size = check(ShardSize, shard_size, "shard_size")
+    device, dtype = check(Device, device, "device"), check(Dtype, dtype, "dtype")
+    params = validate(RunParameters, dict(
+        bos_policy=bos_policy, token_budget=token_budget, batch_size=batch_size,
+        use_chat_template=use_chat_template, wordings=wordings, probe_by=probe_by,
+        n_splits=n_splits, inner_splits=inner_splits, seed=seed)).model_dump()
     given = not isinstance(model, str)
     if isinstance(model, str):
-        lm, name = None, model
+        lm, name = None, check(Model, model, "model")
     else:
         from ..lm.models import LanguageModel
 
         if not isinstance(model, LanguageModel):
-            raise TypeError(f"model must be a name or a loaded LanguageModel, got "
-                            f"{type(model).__name__}")
+            raise ParameterTypeError("model", "a model name or a loaded LanguageModel", model)
         lm, name = model, model.name
     pairs = prepare_pairs(pairs)
     check_inputs(pairs, methods, wordings, probe_by)
@@ -543,15 +542,3 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=(DEFAULT_METHOD
     results._tmp = tmp  # a temporary store lives as long as its results
     return results
 
-
-def _parameters(**values) -> dict:
-    """The run parameters, checked against their declaration
-    (:class:`xcomps_utils.methods.config.RunParameters`).
-
-    Raises:
-        Invalid: (a ValueError) ``"run parameters: <field>: <problem>; allowed: <values>"`` for
-            the first invalid one.
-    """
-    from ..methods.config import Invalid, RunParameters, validate
-
-    return validate(RunParameters, values, "run parameters", error=Invalid).model_dump()

@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..declare import ParameterError, ParameterTypeError, validate
+from ..errors import InputError
 from ..lm.encoding import check_pair_texts
 from ..methods.base import ID
 from ..methods.config import RunParameters
@@ -56,19 +58,20 @@ def select(methods, tasks=(), languages=(), source="sample", items_per_language=
     all of its pairs), ``items_per_language`` above the XCOMPS items of the languages.
 
     Raises:
-        ValueError: both or neither of tasks and languages; ``n_pairs`` with languages.
-        SizeError: ``n_pairs must be at most 59,143 (the pairs bmlama17:vi holds), or None for
-            every one; got 1000000000000`` (a ``ValueError``: ``xcomps-study run`` prints it in
-            one line, exit code 1, before any model loads).
+        InputError: both or neither of tasks and languages; ``n_pairs`` with languages.
+        SizeError: ``the 'n_pairs' parameter must be an integer from 1 to 59,143 (the pairs
+            bmlama17:vi holds) or None (every one); got 1000000000000`` (a
+            :class:`~xcomps_utils.declare.ParameterError`: ``xcomps-study run`` prints it in one
+            line, exit code 1, before any model loads).
         DataError: an unknown task or language, a missing or altered data file.
     """
     from ..pairs import tasks as T, xcomps as X
 
     if bool(tasks) == bool(languages):
-        raise ValueError("give either tasks or languages")
+        raise InputError("give either tasks or languages")
     if languages:
         if n_pairs is not None:
-            raise ValueError("n_pairs is for tasks; XCOMPS samples whole items: use "
+            raise InputError("n_pairs is for tasks; XCOMPS samples whole items: use "
                              "items_per_language")
         T.check_items(list(languages), items_per_language, source)
         pairs = X.load_languages(list(languages), source=source,
@@ -162,12 +165,13 @@ def plan(models, pairs, methods=None, params: dict | RunParameters | None = None
             (default: :data:`xcomps_utils.methods.registry.METHODS`' shard sizes).
 
     Raises:
-        ValueError: an unknown method or parameter, pairs a method cannot run, a bad text (see
-            :func:`xcomps_utils.runs.execute.check_inputs`).
+        ParameterError: an invalid parameter, pairs a method cannot run (see
+            :func:`check_inputs`).
+        InputError: a bad text.
     """
     from ..pairs.tasks import provenance
 
-    p = (params if isinstance(params, RunParameters) else RunParameters(**(params or {})))
+    p = params if isinstance(params, RunParameters) else validate(RunParameters, params or {})
     p = p.model_dump()
     sets = pairs if isinstance(pairs, list) else [PairSet("", methods, pairs)]
     models = [models] if isinstance(models, str) else list(models)
@@ -204,25 +208,27 @@ def prepare_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
     ``subset`` to ``""``, ``item`` to ``pair_id``.
 
     Raises:
-        TypeError: not a DataFrame.
-        ValueError: a required column (``dataset``, ``pair_id``, ``good``, ``bad``) is missing,
-            a pair's ``dataset`` or ``pair_id`` is missing or blank (names the row), or two
-            rows share their identifiers (names them).
+        ParameterTypeError: (a ``TypeError``) not a DataFrame.
+        ParameterError: a required column (``dataset``, ``pair_id``, ``good``, ``bad``) is
+            missing.
+        InputError: a pair's ``dataset`` or ``pair_id`` is missing or blank (names the row), or
+            two rows share their identifiers (names them).
     """
+    must = "a pandas DataFrame of minimal pairs (columns dataset, pair_id, good, bad)"
     if not isinstance(pairs, pd.DataFrame):
-        raise TypeError(f"pairs must be a pandas DataFrame of minimal pairs, got "
-                        f"{type(pairs).__name__}")
+        raise ParameterTypeError("pairs", must, type(pairs).__name__)
     missing = [c for c in ("dataset", "pair_id", "good", "bad") if c not in pairs]
     if missing:
-        raise ValueError(f"pairs lack column(s) {missing}; load them with xcomps_utils.pairs.tasks or "
-                         f"xcomps_utils.pairs.xcomps")
+        raise ParameterError("pairs", must, hint=f"these lack {missing}; load them with "
+                                                 f"xcomps_utils.pairs.tasks or xcomps_utils."
+                                                 f"pairs.xcomps")
     df = pairs.reset_index(drop=True).copy()
     for col in ("dataset", "pair_id"):
         blank = df[col].map(lambda v: v is None or (isinstance(v, float) and np.isnan(v))
                             or not str(v).strip())
         if blank.any():
             row = int(np.flatnonzero(blank.to_numpy())[0])
-            raise ValueError(f"pair (row {row}): {col!r} is missing ({df[col].iat[row]!r}); "
+            raise InputError(f"pair (row {row}): {col!r} is missing ({df[col].iat[row]!r}); "
                              f"every pair needs its {col} ({int(blank.sum())} row(s) lack it)")
     defaults = {"task": df["dataset"], "lang": "", "subset": "", "item": df["pair_id"]}
     for col, default in defaults.items():
@@ -233,7 +239,7 @@ def prepare_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
     dup = df.duplicated(["dataset", "task", "lang", "pair_id"], keep=False)
     if dup.any():
         rows = df.loc[dup, ["task", "lang", "pair_id"]].head(4).to_dict("records")
-        raise ValueError(f"{int(dup.sum())} pairs share (dataset, task, lang, pair_id), e.g. "
+        raise InputError(f"{int(dup.sum())} pairs share (dataset, task, lang, pair_id), e.g. "
                          f"{rows}; each pair needs its own id")
     return df
 
@@ -242,10 +248,10 @@ def check_inputs(pairs: pd.DataFrame, methods: list[str], wordings, probe_by) ->
     """What can be checked of the pairs and parameters without a model.
 
     Raises:
-        ValueError: a bad text (names pair and field); each method's own checks
+        InputError: a bad text (names pair and field).
+        ParameterError: each method's own checks
             (:meth:`xcomps_utils.methods.base.Method.check_inputs`: pairs it cannot run, unknown
-            wordings, probe groups over columns the pairs lack) raise
-            :class:`xcomps_utils.methods.config.Invalid` naming the field.
+            wordings, probe groups over columns the pairs lack), naming the parameter.
     """
     check_pair_texts(pairs, ("good", "bad"))
     params = {"wordings": wordings, "probe_by": probe_by}
@@ -260,7 +266,7 @@ def check_model_folder(name: str) -> None:
     ``model_type`` (what loading needs first), before anything else runs.
 
     Raises:
-        ValueError: names the folder, the file and what is wrong.
+        InputError: names the folder, the file and what is wrong.
     """
     folder = Path(name)
     if not folder.is_dir() or not (folder / "config.json").is_file():
@@ -268,10 +274,10 @@ def check_model_folder(name: str) -> None:
     try:
         cfg = json.loads((folder / "config.json").read_text(encoding="utf-8") or "null")
     except (ValueError, UnicodeDecodeError) as err:
-        raise ValueError(f"model folder {name}: config.json is not JSON ({str(err)[:60]}); "
+        raise InputError(f"model folder {name}: config.json is not JSON ({str(err)[:60]}); "
                          f"save the model with save_pretrained") from None
     if not isinstance(cfg, dict) or "model_type" not in cfg:
-        raise ValueError(f"model folder {name}: config.json has no 'model_type' (it holds "
+        raise InputError(f"model folder {name}: config.json has no 'model_type' (it holds "
                          f"{str(cfg)[:40]}); save the model with save_pretrained")
 
 
@@ -280,7 +286,7 @@ def load(name, device="auto", dtype="auto", revision=None):
     """The model (the last one loaded by name stays loaded: a chapter runs several calls).
 
     Raises:
-        ValueError: a local model folder that does not load (names the folder); else what
+        InputError: a local model folder that does not load (names the folder); else what
             :func:`xcomps_utils.lm.models.load_model` raises.
     """
     from ..lm.models import load_model
@@ -290,7 +296,7 @@ def load(name, device="auto", dtype="auto", revision=None):
         return load_model(name, device=device, dtype=dtype, revision=revision)
     except (OSError, ValueError, KeyError, TypeError) as err:
         if Path(name).is_dir():
-            raise ValueError(f"model folder {name} does not load ({type(err).__name__}: "
+            raise InputError(f"model folder {name} does not load ({type(err).__name__}: "
                              f"{' '.join(str(err).split())[:120]}); it needs config.json, the "
                              f"weights and the tokenizer files (save_pretrained)") from None
         raise

@@ -58,7 +58,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
 
-from ..errors import XcompsError
+from ..errors import NotFound, XcompsError
 from .. import __version__, paths
 from ..pairs.data import file_sha256
 
@@ -495,10 +495,10 @@ class Store:
         """An existing run by id.
 
         Raises:
-            KeyError: no such run (lists how many runs the store has).
+            NotFound: (a ``KeyError``) no such run (lists how many runs the store has).
         """
         if not (self.root / "runs" / rid / "run.json").exists():
-            raise KeyError(f"no run {rid!r} in {self.root} ({len(self.ids())} runs; see "
+            raise NotFound(f"no run {rid!r} in {self.root} ({len(self.ids())} runs; see "
                            f"`xcomps-study ls --store {self.root}`)")
         return Run(self, rid)
 

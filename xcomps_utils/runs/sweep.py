@@ -23,14 +23,14 @@ import os
 import time
 import warnings
 from pathlib import Path
-from typing import Annotated, Any
 
 import pandas as pd
-from pydantic import BeforeValidator, PrivateAttr, model_validator
+from pydantic import PrivateAttr, model_validator
 
+from ..declare import check, Device, Dtype, Models, ParameterError, Text, validate
 from ..errors import XcompsError
 from ..methods import config as C
-from ..methods.config import choice, Languages, names, pair_set, pair_sets, Ray, typed
+from ..methods.config import Languages, MethodNames, Ray
 from ..methods.registry import METHODS
 from . import planner as P
 
@@ -42,25 +42,25 @@ RunSpec = P.RunSpec
 
 
 class SweepError(XcompsError, ValueError):
-    """A sweep file that cannot run: names the file, the field and what is allowed."""
+    """A sweep file that cannot run: names the file and what is wrong (a bad field's value is a
+    :class:`~xcomps_utils.declare.ParameterError`)."""
 
 
 # --- the sweep file: declared fields ------------------------------------------------------------
 
 class Sweep(C.RunParameters):
     """A validated sweep file (see :func:`parse_sweep` for the fields): the run parameters of
-    :class:`xcomps_utils.methods.config.RunParameters` and these."""
+    :class:`xcomps_utils.methods.config.RunParameters` and these, each of a declared type."""
 
-    store: Annotated[str, typed(str, "a folder name", "results store folder")] = "results"
-    models: Annotated[list, names()]
-    methods: Annotated[list, names(tuple(METHODS))]
-    data: Annotated[list[Annotated[Any, BeforeValidator(pair_set)]],
-                    BeforeValidator(pair_sets)]
-    device: Annotated[str, BeforeValidator(C.device_name)] = "auto"
-    dtype: Annotated[str, choice(C.DTYPES)] = "auto"
-    revision: Annotated[Any, typed(str, "a string", "hub revision, or null", none=True)] = None
+    store: Text = "results"
+    models: Models
+    methods: MethodNames
+    data: C.PairSets
+    device: Device = "auto"
+    dtype: Dtype = "auto"
+    revision: Text | None = None
     shard_size: C.ShardSize = None
-    executor: Annotated[str, choice(C.EXECUTORS)] = "auto"
+    executor: C.Executor = "auto"
     ray: Ray = Ray()
     _file: str = PrivateAttr("<sweep>")
 
@@ -80,10 +80,10 @@ class Sweep(C.RunParameters):
                 if (need == "xcomps" and not xcomps) or (need == "tasks" and kind != "tasks"):
                     why = METHODS[m].why + (" (a pair set with 'languages')"
                                               if need == "xcomps" else "")
-                    raise C.Invalid(f"a pair set of {kind} cannot run {m}: {why}; give data[{i}] "
-                                    f"its own 'methods' list",
-                                    ", ".join(n for n, d in METHODS.items() if d.needs != need),
-                                    f"data[{i}].methods" if e.methods else "methods")
+                    can = ", ".join(repr(n) for n, d in METHODS.items() if d.needs != need)
+                    raise ParameterError(f"data[{i}].methods" if e.methods else "methods",
+                                         f"methods a pair set of {kind} can run ({can})", m,
+                                         f"{why}; give data[{i}] its own 'methods' list")
         self._sizes()
         return self
 
@@ -104,9 +104,7 @@ class Sweep(C.RunParameters):
             except D.DataError:
                 continue  # no data to count here: plan() names the file (and checks again)
             except T.SizeError as err:
-                raise C.Invalid(f"{err.got} is more than {err.holds}",
-                                f"an integer from 1 to {err.limit:,}, or null (every one)",
-                                f"data[{i}].{err.parameter}") from None
+                raise err.moved(under=f"data[{i}]") from None
 
     def params(self) -> dict:
         """The run parameters (:class:`xcomps_utils.methods.config.RunParameters`)."""
@@ -141,8 +139,8 @@ def load_sweep(path: str | os.PathLike) -> Sweep:
     """Read and validate a sweep file (YAML).
 
     Raises:
-        SweepError: unreadable YAML or a key given twice in one mapping (with the line), or any
-            invalid field (see :func:`parse_sweep`).
+        SweepError: unreadable YAML or a key given twice in one mapping (with the line).
+        ParameterError: an invalid field (see :func:`parse_sweep`).
     """
     import yaml
 
@@ -178,16 +176,20 @@ def parse_sweep(raw, file: str = "<sweep>") -> Sweep:
         executor: auto                  # auto (Ray if installed), ray, local
         ray: {address: null, replicas: auto, num_gpus: auto, num_cpus: 1, max_retries: 3}
 
+    Every field has a type declared in :mod:`xcomps_utils.declare` (the seed an integer from 0
+    to 2**32 - 1, as for ``xcomps-study run --seed`` and :func:`xcomps_utils.runs.execute.run`).
+
     plus the run parameters of :class:`xcomps_utils.methods.config.RunParameters` (``revision``,
     ``token_budget``, ``batch_size``, ``bos_policy``, ``use_chat_template``, ``wordings``,
     ``probe_by``, ``n_splits``, ``inner_splits``) as for :func:`xcomps_utils.runs.execute.run`.
 
     Raises:
-        SweepError: ``"<file>: <field>: <problem>; allowed: <values>"`` for an unknown field, a
-            value of the wrong kind, an unknown method, task, language or model, or a method a
-            pair set cannot run (Meta needs XCOMPS pairs; token_ppl needs tasks).
+        ParameterError: ``"<file>: the '<field>' parameter must be ...; got ..."`` for a value
+            of the wrong kind, an unknown method, task or language, a size above what the data
+            holds, or a method a pair set cannot run (Meta needs XCOMPS pairs; token_ppl needs
+            tasks); ``"<file>: '<field>' is not a parameter (...)"`` for an unknown field.
     """
-    sweep = C.validate(Sweep, raw, file, SweepError)
+    sweep = validate(Sweep, raw, file)
     sweep._file = file
     return sweep
 
@@ -203,13 +205,13 @@ def plan(sweep: Sweep, store: str | os.PathLike | None = None) -> list[P.RunSpec
             a pair set with a bad text or parameter.
         DataError: a data file is missing or altered (see :mod:`xcomps_utils.pairs.data`).
     """
-    from ..lm.models import check_model, ModelNotFoundError
+    from ..lm.models import check_model, ModelNotFoundError, ModelPackageMissing
     from .store import Store, StoreError
 
     for i, model in enumerate(sweep.models):
         try:
             check_model(model, sweep.revision)
-        except (ModelNotFoundError, ModuleNotFoundError) as err:
+        except (ModelNotFoundError, ModelPackageMissing) as err:
             raise SweepError(f"{sweep.file}: models[{i}]: {err}") from None
     root = str(Path(store if store is not None else sweep.store).resolve())
     try:
@@ -292,14 +294,12 @@ def run_sweep(sweep: Sweep, *, executor: str | None = None, address: str | None 
         progress: a tqdm bar of shards.
 
     Raises:
-        SweepError: an unknown executor, or ``executor="ray"`` without Ray installed.
+        ParameterError: an unknown executor.
+        SweepError: ``executor="ray"`` without Ray installed.
         DataError, ModelNotFoundError, StoreError: from the data, the models, the store.
         ray.exceptions.RayError: a shard failed after its retries (on Ray).
     """
-    executor = executor or sweep.executor
-    if executor not in EXECUTORS:
-        raise SweepError(f"{sweep.file}: executor: {executor!r} is not allowed; allowed: "
-                         f"{', '.join(EXECUTORS)}")
+    executor = check(C.Executor, executor or sweep.executor, "executor")
     ray = _ray_module() if executor in ("auto", "ray") else None
     if executor == "ray" and ray is None:
         raise SweepError(f"{sweep.file}: executor: ray is not installed; pip install "
