@@ -98,7 +98,7 @@ def test_papermill_parameters_are_the_differences_and_the_store():
     assert "n_boot" in got and "seed" not in got  # 2000 differs from the default 1000; 0 does not
     assert params.papermill_parameters("findings", "publish", "store") == {}  # no store declared
     assert params.papermill_parameters("direct_scoring", "default") == {}
-    with pytest.raises(ValueError, match="which must be"):
+    with pytest.raises(params.ParameterError, match="the 'which' parameter must be"):
         params.papermill_parameters("direct_scoring", "huge")
 
 
