@@ -170,7 +170,7 @@ def test_one_shard_resume_and_round_trip(name, lm, data_dir, tmp_path):
     measures, details = check_shard(m, lm, shard, p)
 
     # resume: the first shard written through the run's steps, then run() computes the rest
-    run = execute.open_run(spec, lm, spec.used)
+    run = execute.open_run(S.Store(tmp_path), spec, lm, spec.used)
     assert execute.compute_shard(run, 0, lm, spec.used, p) == "written"
     kwargs = {k: p[k] for k in ("bos_policy", "use_chat_template", "wordings", "probe_by",
                                 "n_splits", "inner_splits", "seed")}

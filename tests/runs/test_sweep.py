@@ -271,12 +271,12 @@ def test_killed_worker_loses_nothing_and_duplicates_nothing(ray_local, reference
 def test_two_replicas_racing_on_one_shard_write_it_once(ray_local, tmp_path):
     ray = ray_local
     (spec,) = SW.plan(SW.load_sweep(_file(tmp_path)), tmp_path / "store")
-    info = RE.Replica().open(spec, spec.used)
-    actors = [ray.remote(RE.Replica).options(num_cpus=1).remote() for _ in range(2)]
+    st = S.Store(spec.store)
+    info = RE.Replica(st).open(spec, spec.used)
+    actors = [ray.remote(RE.Replica).options(num_cpus=1).remote(st) for _ in range(2)]
     ref = [ray.put(spec.used)]
     outcome = ray.get([a.shard.remote(spec.light(), info["run"], 0, ref) for a in actors])
     assert sorted(outcome) == ["done", "written"]
-    st = S.Store(tmp_path / "store")
     assert st.run(info["run"]).done() == {"shard-00000"}
     assert not st.measures([info["run"]]).duplicated(ID).any()
     for a in actors:

@@ -58,6 +58,7 @@ import json
 import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pandas as pd
@@ -73,7 +74,7 @@ from .store import Store, StoreError
 
 __all__ = ["METHODS", "DEFAULT_SHARD_SIZE", "SHARD", "Results", "run", "wide", "prepare_pairs",
            "check_inputs", "ShardedStates", "open_run", "compute_shard", "finish",
-           "execute", "repair", "verify", "pairs_problem", "precheck"]
+           "execute", "repair", "verify", "pairs_problem", "precheck", "stored", "store_of"]
 
 if TYPE_CHECKING:  # torch is imported where a model is loaded or scored, not to read a store
     from ..lm.models import LanguageModel
@@ -92,18 +93,20 @@ SHARD = {name: m.compute_shard for name, m in _REGISTRY.items()}
 
 # --- the steps of a run (both executors): open, compute a shard, finish ---------------------------
 
-def open_run(spec: planner.RunSpec, lm, used: pd.DataFrame):
-    """Open (or find) the run of a spec for a loaded model: a :class:`xcomps_utils.runs.store.Run`.
-    An existing run whose ``pairs.parquet`` is missing or altered gets it back from ``used``
-    (the spec's pairs, whose SHA-256 is the key's)."""
+def open_run(store: Store, spec: planner.RunSpec, lm, used: pd.DataFrame):
+    """Open (or find) the run of a spec in ``store`` for a loaded model: a
+    :class:`xcomps_utils.runs.store.Run`. An existing run whose ``pairs.parquet`` is missing or
+    altered gets it back from ``used`` (the spec's pairs, whose SHA-256 is the key's): the one
+    place a run's pairs are restored (a read never writes them)."""
     from .results import provenance
 
     prov = provenance(lm, datasets=spec.datasets, method=spec.method,
                       token_budget=spec.p["token_budget"], batch_size=spec.p["batch_size"])
     if spec.sweep:
         prov["sweep"] = spec.sweep
-    run = Store(spec.store).open_run(spec.key(lm.identity()), used, spec.shard_size, prov)
-    _restore_pairs(run, used)
+    run = store.open_run(spec.key(lm.identity()), used, spec.shard_size, prov)
+    if _restorable(run, used):
+        run.write_pairs(used)
     return run
 
 
@@ -126,11 +129,12 @@ def pairs_problem(run) -> str | None:
     return None
 
 
-def _restore_pairs(run, used: pd.DataFrame | None) -> None:
-    if used is not None and pairs_problem(run) and planner.pairs_sha256(
-            used, _REGISTRY[run.record["key"]["method"]].uses) == run.record["key"].get(
-            "pairs_sha256"):
-        run.write_pairs(used)
+def _restorable(run, used: pd.DataFrame | None) -> bool:
+    """Whether the run's ``pairs.parquet`` has a problem that ``used`` fixes (its pairs SHA-256
+    is the key's); reads only."""
+    return used is not None and bool(pairs_problem(run)) and planner.pairs_sha256(
+        used, _REGISTRY[run.record["key"]["method"]].uses) == run.record["key"].get(
+        "pairs_sha256")
 
 
 def verify(store: Store, runs: list[str] | None = None) -> list[dict]:
@@ -217,27 +221,29 @@ def row(spec: planner.RunSpec, rid: str, n_shards: int, computed: int, opened: b
             "computed": computed, "status": "complete", "opened": opened}
 
 
-def stored(spec: planner.RunSpec, device_kind: str | None = None, ident: dict | None = None
-           ) -> dict | None:
-    """The row of a run the store already holds complete, found without loading the model
-    (``ident``: the identity of a loaded model); ``None`` otherwise."""
+def stored(store: Store, spec: planner.RunSpec, device_kind: str | None = None,
+           ident: dict | None = None) -> dict | None:
+    """The row of a run ``store`` holds complete, found without loading the model (``ident``:
+    the identity of a loaded model); ``None`` otherwise, and for a complete run whose
+    ``pairs.parquet`` must be restored from the spec's pairs (:func:`open_run` does). Writes
+    nothing."""
     ident = ident or planner.identity(spec, device_kind)
     if ident is None:
         return None
     try:
-        run = Store(spec.store).run(spec.run_id(ident))
+        run = store.run(spec.run_id(ident))
     except KeyError:
         return None
-    if not run.complete:
+    if not run.complete or _restorable(run, spec.used):
         return None
-    _restore_pairs(run, spec.used)  # no model needed: the pairs are the spec's
     return row(spec, run.id, run.record["n_shards"], 0, False)
 
 
-def precheck(spec: planner.RunSpec, ident: dict | None = None) -> None:
-    """Before a model loads for a spec (where its id is known without loading): the run the
-    store holds of that id checks (an unfinished run's done shards, its record), and no file
-    of that id lies in the store without a record.
+def precheck(store: Store, spec: planner.RunSpec, ident: dict | None = None) -> None:
+    """Before a model loads for a spec (where its id is known without loading): the run
+    ``store`` holds of that id checks (an unfinished run's done shards, its record; a
+    ``pairs.parquet`` that :func:`open_run` will restore from the spec's pairs apart), and no
+    file of that id lies in the store without a record. Writes nothing.
 
     Raises:
         StoreError: names the run, the file and what to do.
@@ -245,42 +251,62 @@ def precheck(spec: planner.RunSpec, ident: dict | None = None) -> None:
     ident = ident or planner.identity(spec)
     if ident is None:
         return
-    store, rid = Store(spec.store), spec.run_id(ident)
+    rid = spec.run_id(ident)
     store.check_unowned(rid)
     if rid in store.ids():
-        _restore_pairs(store.run(rid), spec.used)
-        store.check(rid)
+        restored = {f"runs/{rid}/pairs.parquet"} if _restorable(store.run(rid), spec.used) \
+            else set()
+        store.check(rid, ignore=restored)
 
 
-def execute(specs: list[planner.RunSpec], lm=None, progress: bool = True, truncate: bool = False
-            ) -> list[dict]:
+def store_of(specs: list[planner.RunSpec], store: Store | None = None) -> Store | None:
+    """The one results store of ``specs``: ``store``, or opened from the folder they name
+    (``None`` without specs).
+
+    Raises:
+        ValueError: the specs name several stores, or another than ``store``.
+    """
+    roots = {str(Path(s.store).resolve()) for s in specs}
+    if store is not None:
+        roots.add(str(store.root.resolve()))
+    if len(roots) > 1:
+        raise ValueError(f"the 'specs' parameter must name one results store (that of "
+                         f"'store' when given); got {sorted(roots)}")
+    return store if store is not None or not specs else Store(specs[0].store)
+
+
+def execute(specs: list[planner.RunSpec], lm=None, progress: bool = True, truncate: bool = False,
+            store: Store | None = None) -> list[dict]:
     """Compute the specs in this process: a complete run is read (its model not loaded), an
     unfinished one resumes; a shard another process holds is left to it and waited for last.
 
     Args:
         lm: a loaded model for every spec (default: each spec's model loaded by name).
         truncate: the pairs were cut to the model's context (skip the context check).
+        store: the results store the specs name (default: opened once from their folder,
+            :func:`store_of`); every step gets this one.
 
     Returns:
         one :func:`row` per spec.
 
     Raises:
-        StoreError: the store is not writable; ValueError: a device this machine lacks, a text
-            longer than the model's context; ModelNotFoundError.
+        StoreError: the store is not writable; ValueError: specs of several stores, a device
+            this machine lacks, a text longer than the model's context; ModelNotFoundError.
     """
     from tqdm.auto import tqdm
 
+    store = store_of(specs, store)
     rows, todo = {}, []
     for k, spec in enumerate(specs):
-        found = stored(spec, ident=lm.identity() if lm is not None else None)
+        found = stored(store, spec, ident=lm.identity() if lm is not None else None)
         if found is not None:
             rows[k] = found
         else:
             todo.append(k)
     if todo:  # before any model loads: the store, the runs it holds, and the device
-        Store(specs[todo[0]].store).check_writable()
+        store.check_writable()
         for k in todo:
-            precheck(specs[k], lm.identity() if lm is not None else None)
+            precheck(store, specs[k], lm.identity() if lm is not None else None)
         if lm is None:
             from ..lm.models import resolve_device_dtype  # torch, only when something is computed
 
@@ -298,7 +324,7 @@ def execute(specs: list[planner.RunSpec], lm=None, progress: bool = True, trunca
                 fit_context(m, specs[k].used, together=prompts)
         for k in ks:
             spec = specs[k]
-            run = open_run(spec, m, spec.used)
+            run = open_run(store, spec, m, spec.used)
             n = run.record["n_shards"]
             left = [i for i in range(n) if not run.is_done(i)]
             size = run.record["shard_size"]
@@ -532,7 +558,7 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=(DEFAULT_METHOD
         pairs = fit_context(lm, pairs, together=prompts, truncate=True)
     specs = planner.plan(name, pairs, methods, params, store=store.root, shard_size=shard_size,
                          device=device, dtype=dtype, revision=revision)
-    rows = execute(specs, lm=lm, progress=progress, truncate=truncate)
+    rows = execute(specs, lm=lm, progress=progress, truncate=truncate, store=store)
     runs = {r["method"]: r["run"] for r in rows}
     computed = {r["method"]: r["computed"] for r in rows}
     if lm is None and any(r["opened"] for r in rows):  # loaded by execute (cached)

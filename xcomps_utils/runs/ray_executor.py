@@ -29,13 +29,15 @@ __all__ = ["Replica", "execute"]
 
 class Replica:
     """The worker: holds one model (loaded on first use, swapped when a shard of another model
-    comes), opens runs, computes and commits shards. A Ray actor on Ray."""
+    comes), opens runs of one results store (the driver's :class:`~xcomps_utils.runs.store.Store`,
+    sent once), computes and commits shards. A Ray actor on Ray."""
 
-    def __init__(self, threads: int | None = None):
+    def __init__(self, store, threads: int | None = None):
         if threads:
             import torch
 
             torch.set_num_threads(max(1, int(threads)))
+        self.store = store
         self._pairs = {}
 
     def _lm(self, spec: P.RunSpec):
@@ -53,7 +55,7 @@ class Replica:
     def open(self, spec: P.RunSpec, pairs) -> dict:
         """Load the model and open (or find) the run: its id, shard count, unfinished shards
         and status."""
-        run = M.open_run(spec, self._lm(spec), self._used(None, pairs))
+        run = M.open_run(self.store, spec, self._lm(spec), self._used(None, pairs))
         self._pairs = {run.id: self._pairs[None]}
         rec = run.record
         return {"run": run.id, "n_shards": rec["n_shards"], "complete": rec["status"] == "complete",
@@ -62,9 +64,7 @@ class Replica:
     def shard(self, spec: P.RunSpec, rid: str, i: int, pairs) -> str:
         """Compute and commit shard ``i`` of run ``rid``: ``"written"`` or ``"done"`` (finished
         by another attempt first; see :func:`xcomps_utils.runs.execute.compute_shard`)."""
-        from .store import Store
-
-        run = Store(spec.store).run(rid)
+        run = self.store.run(rid)
         if run.is_done(i):
             return "done"
         return M.compute_shard(run, i, self._lm(spec), self._used(rid, pairs), spec.p)
@@ -73,12 +73,10 @@ class Replica:
         return os.getpid()
 
 
-def _finish(spec: P.RunSpec, rid: str, pairs) -> str:
+def _finish(store, spec: P.RunSpec, rid: str, pairs) -> str:
     import ray
 
-    from .store import Store
-
-    return M.finish(Store(spec.store).run(rid), ray.get(pairs[0]), spec.p)
+    return M.finish(store.run(rid), ray.get(pairs[0]), spec.p)
 
 
 @dataclass
@@ -143,21 +141,20 @@ def execute(ray, specs: list[P.RunSpec], cfg: dict, address=None, progress=True
 def _schedule(ray, specs, cfg, progress):
     from tqdm.auto import tqdm
 
-    from .store import Store
-
+    store = M.store_of(specs)  # the one Store: the replicas and the finishing tasks get it
     n_gpu = _replicas(ray, cfg, 1)[1]["num_gpus"]
-    rows = {k: M.stored(s, "cuda" if n_gpu else "cpu") for k, s in enumerate(specs)}
+    rows = {k: M.stored(store, s, "cuda" if n_gpu else "cpu") for k, s in enumerate(specs)}
     todo = [k for k, r in rows.items() if r is None]
     if not todo:
         return [rows[k] for k in range(len(specs))], 0
-    Store(specs[todo[0]].store).check_writable()
+    store.check_writable()
     for k in todo:  # the runs the store holds check, before any replica loads a model
-        M.precheck(specs[k], P.identity(specs[k], "cuda" if n_gpu else "cpu"))
+        M.precheck(store, specs[k], P.identity(specs[k], "cuda" if n_gpu else "cpu"))
     n, res = _replicas(ray, cfg, sum(specs[k].n_shards for k in todo))
     retries = cfg["max_retries"]
     Actor = ray.remote(Replica).options(max_restarts=retries, max_task_retries=retries, **res)
     finisher = ray.remote(_finish).options(num_cpus=cfg["probe_cpus"], max_retries=retries)
-    pool = _Pool([Actor.remote(threads=None if res["num_gpus"] else res["num_cpus"])
+    pool = _Pool([Actor.remote(store, threads=None if res["num_gpus"] else res["num_cpus"])
                   for _ in range(n)])
     runs = {k: _Run(specs[k].light(), [ray.put(specs[k].used)]) for k in todo}
     queue = [("open", k, None) for k in todo]  # model by model (plan's order)
@@ -201,7 +198,7 @@ def _schedule(ray, specs, cfg, progress):
                 bar.update(1)
             if r.left == 0:
                 r.left = -1
-                pool.inflight[finisher.remote(r.spec, r.info["run"], r.pairs)] = (
+                pool.inflight[finisher.remote(store, r.spec, r.info["run"], r.pairs)] = (
                     None, ("finish", k, None))
     finally:
         bar.close()

@@ -881,15 +881,17 @@ class Store:
         self._verified.add(seen)
         return None
 
-    def check(self, rid: str, complete: bool = False) -> None:
+    def check(self, rid: str, complete: bool = False, ignore=()) -> None:
         """:meth:`verify` one run before its results are read (``complete``: every shard must
-        be done, as before the run is marked complete).
+        be done, as before the run is marked complete; ``ignore``: files, relative to the
+        root, whose problems are not this check's, e.g. a ``pairs.parquet`` about to be
+        restored).
 
         Raises:
             StoreError: a damaged shard, a foreign file or a record that does not check: names
                 the run, the shard, the file and what to do.
         """
-        problems = self.verify([rid], complete=complete)
+        problems = [p for p in self.verify([rid], complete=complete) if p["file"] not in ignore]
         if problems:
             first = problems[0]
             more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
