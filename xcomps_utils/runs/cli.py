@@ -115,7 +115,9 @@ def main(debug):
 @click.option("--n-pairs", type=click.IntRange(min=1), default=None,
               help="pairs per task, seeded sample (default: all)")
 @click.option("--model", default="smollm2-135m-instruct", show_default=True,
-              help="embedded name, local folder or Hugging Face id")
+              help="embedded name, local folder or Hugging Face id; random:<model>[@seed=N] "
+                   "is its untrained control (same architecture and tokenizer, weights drawn "
+                   "by its initialiser)")
 @click.option("--device", default="auto", show_default=True, help="auto, cpu, cuda, cuda:1, ...")
 @click.option("--dtype", type=click.Choice(list(DTYPES)),
               default="auto", show_default=True)
@@ -592,7 +594,8 @@ def tasks_cmd(family):
             click.echo(line)
     for text in (f"XCOMPS languages (--languages): en + {','.join(xcomps.XCOMPS_LANGUAGES)}; "
                  f"the offline sample has {','.join(xcomps.SAMPLE_LANGUAGES)}",
-                 f"embedded models (--model): {', '.join(EMBEDDED_MODELS)}"):
+                 f"embedded models (--model): {', '.join(EMBEDDED_MODELS)}; random:<model> "
+                 f"for the untrained control of any model"):
         click.echo(("\n" if text.startswith("XCOMPS") else "")
                    + "\n".join(textwrap.wrap(text, width, subsequent_indent="  ")))
 
