@@ -75,3 +75,36 @@ def gemma():
         return load_model("gemma-3-270m", device="cpu", dtype="float32")
     except ModuleNotFoundError as e:
         pytest.skip(str(e))
+
+
+@pytest.fixture(scope="session")
+def tiny_folder(tmp_path_factory) -> Path:
+    """A tiny model folder (2-layer Llama, hidden size 32, seeded weights standing in for trained
+    ones) with a byte-level BPE tokenizer of 300 tokens and a chat template, built here in a
+    second: what ``random:<folder>`` reads, without a real model."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models as tm, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    folder = tmp_path_factory.mktemp("tiny") / "model"
+    words = Tokenizer(tm.BPE())
+    words.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    words.decoder = decoders.ByteLevel()
+    words.train_from_iterator(
+        ["The cat sat on the mat.", "A robin can fly.", "Amanda was respected by waitresses."],
+        trainers.BpeTrainer(vocab_size=300, special_tokens=["<s>", "</s>"],
+                            initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=words, bos_token="<s>", eos_token="</s>")
+    tokenizer.chat_template = "{% for m in messages %}{{ m['content'] }}\n{% endfor %}"
+    tokenizer.save_pretrained(folder)
+    config = LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, vocab_size=len(tokenizer),
+                         bos_token_id=0, eos_token_id=1, max_position_embeddings=512)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(1)
+        model = LlamaForCausalLM(config)
+        with torch.no_grad():  # not the initialiser's draw: trained weights stand apart from it
+            for p in model.parameters():
+                p.normal_(0, 0.3)
+    model.save_pretrained(folder)
+    return folder

@@ -46,18 +46,6 @@ def test_missing_embedded_package_says_how_to_install(monkeypatch):
 
 # --- bad names fail at once -------------------------------------------------------------------
 
-@pytest.fixture
-def no_hub(monkeypatch, tmp_path):
-    """An empty Hugging Face cache and a hub endpoint that refuses connections (closed port)."""
-    from huggingface_hub import constants
-
-    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
-    monkeypatch.setattr(constants, "ENDPOINT", "https://127.0.0.1:9")
-    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    for var in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-
-
 def _fails_fast(name, limit=20.0, **kwargs) -> str:
     start = time.monotonic()
     with pytest.raises(models.ModelNotFoundError) as info:
@@ -70,6 +58,7 @@ def _lists_embedded(message: str) -> None:
     for embedded in models.EMBEDDED_MODELS:
         assert repr(embedded) in message
     assert "folder" in message and "config.json" in message
+    assert "random:<model> is the untrained control" in message
 
 
 def test_misspelt_embedded_name_fails_fast_here():

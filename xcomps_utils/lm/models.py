@@ -16,13 +16,31 @@ folder in seconds and score exactly like the GGUF-loaded model (tested). The con
 holds a checksum manifest (:data:`MANIFEST`) that every load checks first; a damaged folder is
 named, moved aside and reconverted (:func:`load_model`, *The converted cache*).
 
+*The untrained control* ``random:<model>`` (``random:smollm2-135m-instruct``,
+``random:gemma-3-270m``, ``random:<folder>``, ``random:<hub id>``; ``random:<model>@seed=N`` for
+another draw than seed 0, ``N`` from 0 to 2**31 - 1) is ``<model>``'s architecture (its config),
+tokenizer, chat template and BOS convention with weights drawn by the architecture's own
+initialiser (``AutoModelForCausalLM.from_config``, i.e. its ``_init_weights``) in float32 on the
+CPU from the seed, then moved to the device and dtype: what an untrained network of the same shape
+already does, the standard control for probes and surprisal tests (Hewitt & Liang 2019; Voita &
+Titov 2020). No trained tensor is read: an embedded model's config and tokenizer come from its
+converted folder when that is there, else from its GGUF's metadata (the same files; tested). The
+same spec gives bit-identical weights on a machine, whatever the number of threads or the global
+random state (tested); on another CPU the last bits of the normal draws may differ (torch draws
+them with AVX2 approximations of log and sin/cos where its AVX2 kernels run, with libm elsewhere),
+a spread like that of its kernels on any model's scores. Its name in results is canonical
+(``@seed=0`` is left out) and its revision is ``"random:<sha256>"`` of the base model's revision,
+the seed and the initialiser (:data:`INITIALISER`: the transformers and torch versions), so a run
+of it is content-addressed like any model's and changes key when any of them changes
+(:func:`untrained_revision`).
+
 A name that is none of these fails at once with :class:`ModelNotFoundError` (listing the embedded
-names, closest first) instead of retrying an unreachable hub. :func:`model_identity` says what a
-name would load (weights identity, device, dtype) without loading it, and equals
-:meth:`LanguageModel.identity` of the loaded model. For an embedded model it writes nothing (the
-cache stays empty: a page that reads its runs from a store converts and assembles nothing): the
-GGUF's SHA-256 is hashed from the package's files, once per process; Gemma's GGUF is assembled
-into the cache only when the model is loaded.
+names, closest first, and the ``random:`` control) instead of retrying an unreachable hub.
+:func:`model_identity` says what a name would load (weights identity, device, dtype) without
+loading it, and equals :meth:`LanguageModel.identity` of the loaded model. For an embedded model it
+writes nothing (the cache stays empty: a page that reads its runs from a store converts and
+assembles nothing): the GGUF's SHA-256 is hashed from the package's files, once per process;
+Gemma's GGUF is assembled into the cache only when the model is loaded.
 """
 
 from __future__ import annotations
@@ -30,6 +48,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import importlib
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -55,7 +74,8 @@ from ..paths import cache_dir
 
 __all__ = ["LanguageModel", "EMBEDDED_MODELS", "MANIFEST", "ModelCacheError",
            "ModelNotFoundError", "ModelPackageMissing", "load_model", "check_model",
-           "model_identity", "resolve_device_dtype", "verify_converted"]
+           "model_identity", "resolve_device_dtype", "verify_converted", "RANDOM_PREFIX",
+           "INITIALISER", "Untrained", "parse_untrained", "untrained_revision"]
 
 HUB_TIMEOUT_S = 3.0  # bound on the hub reachability check (TCP connect to the endpoint)
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".gguf")
@@ -73,7 +93,8 @@ class ModelPackageMissing(XcompsError, ModuleNotFoundError):
 
 
 class ModelNotFoundError(XcompsError, ValueError):
-    """A model name is not an embedded model, an existing model folder, or a loadable hub id.
+    """A model name is not an embedded model, an existing model folder, or a loadable hub id (nor
+    ``random:`` of one, with a valid seed).
 
     The message names the path, or lists the embedded models (closest matches first), says whether
     the hub was reachable, and how to pass a local folder.
@@ -102,14 +123,18 @@ class LanguageModel:
     Attributes:
         model: a ``transformers`` causal LM in eval mode.
         tokenizer: its fast tokenizer (offsets are needed for character spans).
-        name: what the user asked for (embedded name, hub id or folder).
+        name: what the user asked for (embedded name, hub id or folder; an untrained control's
+            canonical ``random:`` name, :attr:`Untrained.name`).
         revision: GGUF SHA-256 for embedded models, ``"files:<sha256>"`` (a fingerprint of the
             weight files and config.json) for local folders, the commit of the loaded snapshot
-            in the Hugging Face cache for hub ids (``None`` if unknown).
+            in the Hugging Face cache for hub ids (``None`` if unknown); ``"random:<sha256>"``
+            for an untrained control (:func:`untrained_revision`).
         device, dtype: where and in what precision it runs.
         weights: where the weights were read from, for messages (a NaN log-probability names
             it): the converted ``model.safetensors`` of an embedded model, the folder of a local
-            model, the cached snapshot folder (else the id) of a hub model; ``None`` if unknown.
+            model, the cached snapshot folder (else the id) of a hub model; ``None`` if unknown;
+            for an untrained control, ``"none (... is untrained ...)"`` (its ``source`` names
+            where its config was read).
     """
 
     model: torch.nn.Module
@@ -141,6 +166,76 @@ class LanguageModel:
 def _identity(name: str, revision: str | None, device: torch.device, dtype: torch.dtype) -> dict:
     return {"model": name, "model_revision": revision, "device": device.type,
             "dtype": str(dtype).removeprefix("torch.")}
+
+
+#: The prefix of an untrained control: ``random:<model>`` or ``random:<model>@seed=N``.
+RANDOM_PREFIX = "random:"
+_SEED_MARK = "@seed="
+_MAX_SEED = 2**31 - 1
+#: What draws an untrained control's weights, part of its revision: a release of transformers
+#: may change an architecture's ``_init_weights``, one of torch its CPU generator.
+INITIALISER = (f"AutoModelForCausalLM.from_config, float32 on cpu; transformers "
+               f"{importlib.metadata.version('transformers')}; torch "
+               f"{torch.__version__.split('+')[0]}")
+
+
+@dataclass(frozen=True)
+class Untrained:
+    """A parsed ``random:<base>[@seed=N]`` spec: the base model's name and the seed."""
+
+    base: str
+    seed: int = 0
+
+    @property
+    def name(self) -> str:
+        """The canonical name, as results record it: ``random:<base>``, plus ``@seed=N`` unless
+        the seed is 0."""
+        return RANDOM_PREFIX + self.base + (f"{_SEED_MARK}{self.seed}" if self.seed else "")
+
+
+def parse_untrained(name) -> Untrained | None:
+    """The untrained control a model name asks for (``None`` for a name without ``random:``).
+
+    Raises:
+        ModelNotFoundError: ``random:`` without a base model, of another ``random:`` spec, or
+            with a seed that is not an integer from 0 to 2**31 - 1 (one line naming the seed).
+    """
+    if not isinstance(name, str) or not name.startswith(RANDOM_PREFIX):
+        return None
+    base, mark, seed = name[len(RANDOM_PREFIX):].rpartition(_SEED_MARK)
+    if not mark:
+        base, seed = seed, "0"
+    elif not (seed.isascii() and seed.isdigit() and int(seed) <= _MAX_SEED):
+        raise ModelNotFoundError(f"the seed of model {name!r} must be an integer from 0 to "
+                                 f"{_MAX_SEED} (random:<model>@seed=N); got {seed!r}")
+    if not base or base.startswith(RANDOM_PREFIX) or _SEED_MARK in base:
+        raise ModelNotFoundError(
+            f"model {name!r} must be random:<model> or random:<model>@seed=N, <model> an "
+            f"embedded model ({', '.join(EMBEDDED_MODELS)}), a folder or a hub id; got "
+            f"{'no model' if not base else repr(base)}")
+    return Untrained(base, int(seed))
+
+
+def untrained_revision(base_revision: str | None, seed: int) -> str | None:
+    """The revision of an untrained control: ``"random:<sha256>"`` of the base model's revision,
+    the seed and :data:`INITIALISER` (``None`` when the base's revision is unknown, as for a hub
+    model not yet in the local cache: then only loading tells it)."""
+    if base_revision is None:
+        return None
+    what = {"base_revision": base_revision, "seed": seed, "initialiser": INITIALISER}
+    return RANDOM_PREFIX + hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()
+
+
+def _untrained_model(config, seed: int, **kwargs) -> torch.nn.Module:
+    """The architecture of ``config`` with the weights its initialiser draws from ``seed``, in
+    float32 on the CPU (the same bits each time on a machine); the global random state is left
+    as it was."""
+    from transformers import AutoModelForCausalLM
+
+    gpus = list(range(torch.cuda.device_count())) if torch.cuda.is_available() else []
+    with torch.random.fork_rng(devices=gpus):
+        torch.manual_seed(seed)
+        return AutoModelForCausalLM.from_config(config, dtype=torch.float32, **kwargs)
 
 
 def resolve_device_dtype(device: str | torch.device | None = "auto",
@@ -232,14 +327,27 @@ def _model_folder(name: str) -> Path:
 
 
 def _not_found(name: str, why: str) -> ModelNotFoundError:
-    """The error for a name that is no embedded model and no loadable hub id."""
-    close = difflib.get_close_matches(name, list(EMBEDDED_MODELS), n=3, cutoff=0.5)
+    """The error for a name that is no embedded model and no loadable hub id (``why`` starts
+    with "it"; for ``random:<base>`` it is said of the base)."""
+    untrained = parse_untrained(name)
+    base = untrained.base if untrained else name
+    if untrained:
+        why = f"{base!r} {why.removeprefix('it ')}"
+    close = difflib.get_close_matches(base, list(EMBEDDED_MODELS), n=3, cutoff=0.5)
     names = close + [n for n in EMBEDDED_MODELS if n not in close]
+    controls = [RANDOM_PREFIX + n for n in EMBEDDED_MODELS]
+    if untrained:
+        close = [RANDOM_PREFIX + n for n in close]
+    else:  # "random-smollm2-135m-instruct" means the control
+        close = difflib.get_close_matches(name, list(EMBEDDED_MODELS) + controls, n=1,
+                                          cutoff=0.5)
     guess = f" Did you mean {close[0]!r}?" if close else ""
     return ModelNotFoundError(
         f"model {name!r} not found: {why}.{guess} Embedded models (offline, from PyPI packages): "
-        f"{', '.join(repr(n) for n in names)}. To load a model from disk, pass its folder "
-        f"(holding config.json), e.g. load_model('./models/my-model') or an absolute path.")
+        f"{', '.join(repr(n) for n in names)}; random:<model> is the untrained control of any "
+        f"model (e.g. {controls[0]!r}; random:<model>@seed=N for another draw than seed 0). To "
+        f"load a model from disk, pass its folder (holding config.json), e.g. "
+        f"load_model('./models/my-model') or an absolute path.")
 
 
 def _hub_offline() -> bool:
@@ -306,15 +414,16 @@ def _hub_commit(name: str, revision: str | None, cache: str | None = None) -> st
     return snapshot.name if snapshot is not None else None
 
 
-def _check_hub_id(name: str) -> None:
+def _check_hub_id(name: str, shown: str | None = None) -> None:
+    """That ``name`` is a valid hub id (``shown``: the name asked for, ``random:<name>``)."""
     from huggingface_hub.errors import HFValidationError
     from huggingface_hub.utils import validate_repo_id
 
     try:
         validate_repo_id(name)
     except HFValidationError as e:
-        raise _not_found(name, "it is not an embedded model, not an existing folder, and not a "
-                               f"valid hub id ({e})") from None
+        raise _not_found(shown or name, "it is not an embedded model, not an existing folder, "
+                                        f"and not a valid hub id ({e})") from None
 
 
 def _repo_not_found(error: BaseException) -> bool:
@@ -344,16 +453,18 @@ def check_model(name: str, revision: str | None = None) -> None:
             installed (says how).
     """
     name = declare.check(declare.Model, name, "model")
-    if name in EMBEDDED_MODELS:
-        spec = EMBEDDED_MODELS[name]
+    untrained = parse_untrained(name)
+    target = untrained.base if untrained else name
+    if target in EMBEDDED_MODELS:
+        spec = EMBEDDED_MODELS[target]
         if importlib.util.find_spec(spec.package) is None:
             raise ModelPackageMissing(f"embedded model needs the package {spec.package!r}: "
                                       f"{spec.pip}")
-    elif _looks_like_path(name):
-        _model_folder(name)
+    elif _looks_like_path(target):
+        _model_folder(target)
     else:
-        _check_hub_id(name)
-        if _cached_snapshot(name, revision) is None:
+        _check_hub_id(target, name)
+        if _cached_snapshot(target, revision) is None:
             unreachable = _hub_unreachable()
             if unreachable:
                 raise _not_found(name, "it is not an embedded model, not a local folder, and not "
@@ -365,7 +476,8 @@ def model_identity(name: str, revision: str | None = None, device="auto", dtype=
     """What :func:`load_model` with these arguments would load, without loading weights.
 
     Args:
-        name: an embedded model name, a local folder, or a Hugging Face hub id.
+        name: an embedded model name, a local folder, or a Hugging Face hub id, or ``random:``
+            of one (see the module's docstring).
         revision: hub revision (branch, tag or commit); ignored for embedded names and folders.
         device, dtype: as for :func:`load_model` (``"auto"`` resolves as it does).
 
@@ -375,7 +487,8 @@ def model_identity(name: str, revision: str | None = None, device="auto", dtype=
         embedded model (hashed from the package's files, writing nothing; see
         :func:`_embedded_sha256`), ``"files:<sha256>"`` (a fingerprint of the weight files and
         config.json) for a folder, and for a hub id ``revision`` if it is a 40-hex commit, else
-        the commit of the locally cached snapshot, else ``None`` (the hub is not asked).
+        the commit of the locally cached snapshot, else ``None`` (the hub is not asked); for
+        ``random:<model>``, :func:`untrained_revision` of ``<model>``'s (the name canonical).
         ``device`` is the device kind (``"cpu"``, ``"cuda"``, ``"mps"``).
 
     Raises:
@@ -386,13 +499,17 @@ def model_identity(name: str, revision: str | None = None, device="auto", dtype=
             records.
     """
     device, dtype = resolve_device_dtype(device, dtype)
-    if name in EMBEDDED_MODELS:
-        rev = _embedded_sha256(EMBEDDED_MODELS[name])
-    elif _looks_like_path(name):
-        rev = _folder_fingerprint(_model_folder(name))
+    untrained = parse_untrained(name)
+    target = untrained.base if untrained else name
+    if target in EMBEDDED_MODELS:
+        rev = _embedded_sha256(EMBEDDED_MODELS[target])
+    elif _looks_like_path(target):
+        rev = _folder_fingerprint(_model_folder(target))
     else:
-        _check_hub_id(name)
-        rev = _hub_commit(name, revision)
+        _check_hub_id(target, name)
+        rev = _hub_commit(target, revision)
+    if untrained:
+        return _identity(untrained.name, untrained_revision(rev, untrained.seed), device, dtype)
     return _identity(name, rev, device, dtype)
 
 
@@ -796,7 +913,8 @@ def load_model(name: str = "smollm2-135m-instruct", device="auto", dtype="auto",
 
     Args:
         name: an embedded model name (see :data:`EMBEDDED_MODELS`), a local folder, or a Hugging
-            Face hub id (e.g. ``meta-llama/Llama-3.1-8B-Instruct``; downloads unless cached).
+            Face hub id (e.g. ``meta-llama/Llama-3.1-8B-Instruct``; downloads unless cached); or
+            ``random:<one of them>[@seed=N]``, its untrained control (the module's docstring).
         device: ``"auto"`` (CUDA if available, else CPU), ``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...
         dtype: ``"auto"`` (bfloat16 on CUDA, float32 on CPU), or a name/``torch.dtype``.
         revision: hub revision (branch, tag or commit).
@@ -807,6 +925,9 @@ def load_model(name: str = "smollm2-135m-instruct", device="auto", dtype="auto",
         a :class:`LanguageModel` in eval mode; its :attr:`~LanguageModel.revision` is the GGUF
         SHA-256 (embedded), the folder fingerprint (local folder; see :func:`model_identity`) or
         the hub commit hash; its :attr:`~LanguageModel.weights` names the file or folder read.
+        An untrained control's name is canonical (:attr:`Untrained.name`), its revision
+        :func:`untrained_revision` of its base's, its ``source["untrained"]`` the base, the
+        base's revision, the seed, :data:`INITIALISER` and where the config was read.
 
     The converted cache (embedded models): the conversion writes the folder's files, then the
     SHA-256, size and modification time of each in :data:`MANIFEST` (last, atomically, before
@@ -824,16 +945,20 @@ def load_model(name: str = "smollm2-135m-instruct", device="auto", dtype="auto",
     Raises:
         ModelNotFoundError: a path-like name that is not a model folder; a hub id that is not
             cached while the hub is unreachable, or that the hub does not have (the message lists
-            the embedded models, closest first).
+            the embedded models, closest first, and ``random:``); a ``random:`` spec without a
+            model or with a bad seed.
         ModuleNotFoundError: an embedded model's package is not installed (the message says how).
         ModelCacheError: an embedded model's converted folder is still damaged, or still fails
             to load, after one reconversion (names the file and the folder set aside).
     """
     device, dtype = resolve_device_dtype(device, dtype, check=True)
+    untrained = parse_untrained(name)
+    target = untrained.base if untrained else name
     given = set(kwargs)
     source: dict = {}
+    extra: dict = {} if untrained is None else {"seed": untrained.seed}
     hub = cached = False
-    if name in EMBEDDED_MODELS:
+    if target in EMBEDDED_MODELS and untrained is None:
         gguf = _embedded_gguf(EMBEDDED_MODELS[name])
         sha = file_sha256(gguf)
         folder = cache_dir() / "models" / f"{name}-{sha[:16]}"
@@ -842,13 +967,15 @@ def load_model(name: str = "smollm2-135m-instruct", device="auto", dtype="auto",
         lm = _load_converted(name, gguf, folder, sha, device, dtype, source, kwargs)
         lm.weights = _weights_of(folder)
         return lm
-    elif _looks_like_path(name):
-        folder = _model_folder(name)
+    elif target in EMBEDDED_MODELS:
+        path, rev, extra["gguf_file"] = _embedded_config(target)
+    elif _looks_like_path(target):
+        folder = _model_folder(target)
         path, rev = str(folder), _folder_fingerprint(folder)
     else:
-        _check_hub_id(name)
-        hub, path, rev = True, name, None
-        cached = _cached_snapshot(name, revision, kwargs.get("cache_dir")) is not None
+        _check_hub_id(target, name)
+        hub, path, rev = True, target, None
+        cached = _cached_snapshot(target, revision, kwargs.get("cache_dir")) is not None
         if cached:
             kwargs.setdefault("local_files_only", True)
         elif kwargs.get("local_files_only"):
@@ -862,7 +989,7 @@ def load_model(name: str = "smollm2-135m-instruct", device="auto", dtype="auto",
                                        f"is not reachable: {unreachable}")
     try:
         try:
-            lm = _load(name, path, rev, device, dtype, revision, source, kwargs)
+            lm = _load(name, path, rev, device, dtype, revision, source, kwargs, **extra)
         except OSError as e:
             if not (cached and "local_files_only" not in given):
                 raise
@@ -873,28 +1000,62 @@ def load_model(name: str = "smollm2-135m-instruct", device="auto", dtype="auto",
                     f"model {name!r} is only partly in the local Hugging Face cache ({e}), and the "
                     f"Hugging Face hub is not reachable: {unreachable}") from e
             kwargs["local_files_only"] = False
-            lm = _load(name, path, rev, device, dtype, revision, source, kwargs)
+            lm = _load(name, path, rev, device, dtype, revision, source, kwargs, **extra)
     except OSError as e:
         if hub and _repo_not_found(e):
             raise _not_found(name, "it is not an embedded model, not a local folder, and the "
                                    "Hugging Face hub has no such repository") from e
         raise
     if hub:  # loaded, so the revision's snapshot is in the cache now
-        lm.revision = _hub_commit(name, revision, kwargs.get("cache_dir"))
-        snapshot = _cached_snapshot(name, revision, kwargs.get("cache_dir"))
-        lm.weights = str(snapshot) if snapshot is not None else name
+        lm.revision = _hub_commit(target, revision, kwargs.get("cache_dir"))
+        snapshot = _cached_snapshot(target, revision, kwargs.get("cache_dir"))
+        lm.weights = str(snapshot) if snapshot is not None else target
     else:
-        lm.weights = path
+        lm.weights = str(Path(path) / extra["gguf_file"]) if extra.get("gguf_file") else path
+    if untrained is not None:
+        lm.source = {"untrained": {"base": untrained.base, "base_revision": lm.revision,
+                                   "seed": untrained.seed, "initialiser": INITIALISER,
+                                   "config_from": lm.weights}}
+        lm.name, lm.revision = untrained.name, untrained_revision(lm.revision, untrained.seed)
+        lm.weights = f"none ({untrained.name} is untrained: drawn from seed {untrained.seed})"
     return lm
 
 
+def _embedded_config(name: str) -> tuple[str, str, str | None]:
+    """Where the untrained control of an embedded model reads its config and tokenizer, never
+    its trained tensors: the converted folder if it is there and checks
+    (:func:`verify_converted`: a stat per file), else the GGUF's metadata (slower: for SmolLM2,
+    40 s on two busy cores against 1 s from the folder, transformers building the config and
+    the tokenizer from the GGUF).
+
+    Returns:
+        ``(folder, the GGUF's SHA-256, the GGUF file's name in the folder or None)``.
+    """
+    spec = EMBEDDED_MODELS[name]
+    sha = _embedded_sha256(spec)
+    folder = cache_dir() / "models" / f"{name}-{sha[:16]}"
+    if folder.is_dir() and verify_converted(folder, sha) is None:
+        return str(folder), sha, None
+    gguf = _embedded_gguf(spec)
+    return str(gguf.parent), sha, gguf.name
+
+
 def _load(name: str, path: str, rev: str | None, device: torch.device, dtype: torch.dtype,
-          revision: str | None, source: dict, kwargs: dict) -> LanguageModel:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+          revision: str | None, source: dict, kwargs: dict, seed: int | None = None,
+          gguf_file: str | None = None) -> LanguageModel:
+    """The model of ``path`` and its tokenizer; with ``seed``, its untrained control (the config
+    and tokenizer only, from ``gguf_file``'s metadata if given; :func:`_untrained_model`)."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     shared = {k: kwargs[k] for k in ("cache_dir", "local_files_only", "token") if k in kwargs}
-    tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, **shared)
-    model = AutoModelForCausalLM.from_pretrained(path, revision=revision, dtype=dtype, **kwargs)
+    found = {**shared, "gguf_file": gguf_file} if gguf_file else shared
+    tokenizer = AutoTokenizer.from_pretrained(path, revision=revision, **found)
+    if seed is None:
+        model = AutoModelForCausalLM.from_pretrained(path, revision=revision, dtype=dtype, **kwargs)
+    else:
+        config = AutoConfig.from_pretrained(path, revision=revision, **found)
+        rest = {k: v for k, v in kwargs.items() if k not in shared}
+        model = _untrained_model(config, seed, **rest).to(dtype)
     model.to(device).eval()
     if not getattr(tokenizer, "is_fast", False):
         raise ModelNotFoundError(f"{name}: a fast tokenizer is needed for character offsets; "

@@ -166,7 +166,9 @@ def main(debug):
               help="pairs per task, seeded sample (default: all)")
 @click.option("--model", type=Declared(declare.Model, "NAME"), default="smollm2-135m-instruct",
               show_default=True,
-              help="embedded name, local folder or Hugging Face id")
+              help="embedded name, local folder or Hugging Face id; random:<model>[@seed=N] "
+                   "is its untrained control (same architecture and tokenizer, weights drawn "
+                   "by its initialiser)")
 @click.option("--device", type=DEVICE, default="auto", show_default=True,
               help="auto, cpu, cuda, cuda:1, ...")
 @click.option("--dtype", type=Declared(declare.Dtype, "DTYPE", C.DTYPES),
@@ -643,7 +645,8 @@ def tasks_cmd(family):
             click.echo(line)
     for text in (f"XCOMPS languages (--languages): en + {','.join(xcomps.XCOMPS_LANGUAGES)}; "
                  f"the offline sample has {','.join(xcomps.SAMPLE_LANGUAGES)}",
-                 f"embedded models (--model): {', '.join(EMBEDDED_MODELS)}"):
+                 f"embedded models (--model): {', '.join(EMBEDDED_MODELS)}; random:<model> "
+                 f"for the untrained control of any model"):
         click.echo(("\n" if text.startswith("XCOMPS") else "")
                    + "\n".join(textwrap.wrap(text, width, subsequent_indent="  ")))
 
