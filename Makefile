@@ -27,6 +27,9 @@ LONGEST := xcomps_results bmlama_languages grammar_across_languages
 CHAPTERS := $(LONGEST) $(filter-out findings $(LONGEST),$(basename $(notdir $(NOTEBOOKS)))) findings
 CELL_TIMEOUT ?= 1800
 KERNEL := xcomps-study
+# What converts and executes a chapter (tests/book/test_rebuild.py passes stand-ins).
+JUPYTEXT ?= $(VENV)/bin/jupytext
+PAPERMILL ?= $(VENV)/bin/papermill
 
 # Where `notebooks` writes executed chapters and what it passes to papermill: SIZE=default, the
 # chapters' own defaults (what a notebook opened by hand runs); `make book` sets SIZE=publish and
@@ -59,7 +62,7 @@ JOBS ?= 1
 ONE_CORE := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 XCOMPS_PROBE_JOBS=1
 N_CHAPTERS := $(words $(CHAPTERS))
 
-.PHONY: book render check test audit audit-all data-check smoke smoke-chapters install install-dev notebooks clean publish ship grade colab-notebooks
+.PHONY: book render check test audit audit-all data-check smoke smoke-chapters install install-dev notebooks clean publish ship grade colab-notebooks FORCE
 .DELETE_ON_ERROR:
 
 install: $(STAMP) $(MATHJAX)
@@ -99,12 +102,23 @@ $(MATHJAX): package.json package-lock.json
 
 # Each notebook (a jupytext MyST file) is converted to .ipynb and executed by papermill into
 # $(EXECUTED), which the book renders with execution off. A cell that raises stops the build.
+# A chapter executed before is reused when its inputs are unchanged (its stamp, below); what a
+# chapter no longer in the book left in $(EXECUTED) is removed, and the findings page, which read
+# its verdicts, executed again.
 notebooks: install
-	rm -rf $(EXECUTED) build/notebooks-$(SIZE) && mkdir -p $(EXECUTED) build/notebooks-$(SIZE)
+	mkdir -p $(EXECUTED) build/notebooks-$(SIZE)
+	@for f in $(EXECUTED)/*.ipynb $(STAMPS)/* $(VERDICTS)/*.csv $(READS)/*.jsonl; do \
+	  c=$$(basename "$$f"); case " $(CHAPTERS) " in *" $${c%.*} "*) ;; \
+	  *) [ ! -e "$$f" ] || rm -fv "$$f" $(STAMPS)/findings;; esac; done
 	@date +%s > build/notebooks-$(SIZE)/.started
 	@echo "[$(SIZE)] $(N_CHAPTERS) chapters into $(EXECUTED), results store $(STORE)"
 	$(MAKE) --no-print-directory $(if $(filter-out 1,$(JOBS)),-j$(JOBS)) $(CHAPTERS:%=$(EXECUTED)/%.ipynb)
-	@echo "[$(SIZE)] all $(N_CHAPTERS) chapters executed in $$(( $$(date +%s) - $$(cat build/notebooks-$(SIZE)/.started) )) s"
+	@reused=$$(cd $(EXECUTED) && find . -maxdepth 1 -name '*.ipynb' ! -newer $(CURDIR)/build/notebooks-$(SIZE)/.started | sed 's|^./||; s|.ipynb$$||' | sort | xargs); \
+	echo "[$(SIZE)] $(N_CHAPTERS) chapters: $$(( $(N_CHAPTERS) - $$(echo $$reused | wc -w) )) executed in $$(( $$(date +%s) - $$(cat build/notebooks-$(SIZE)/.started) )) s, $$(echo $$reused | wc -w) reused$${reused:+ (inputs unchanged: $$reused)}"
+
+# What a chapter's papermill parameters follow from besides their declaration (pages/params.py,
+# hashed with the package in its stamp): the size and the results store.
+chapter_args = size=$(SIZE) store=$(STORE)
 
 # Every chapter writes the verdicts it prints to $(EXECUTED)/verdicts/<chapter>.csv
 # (claims.claims_markdown reads XCOMPS_VERDICTS and XCOMPS_CHAPTER; the file is made afresh each
@@ -117,16 +131,34 @@ $(EXECUTED)/findings.ipynb: $(patsubst %,$(EXECUTED)/%.ipynb,$(filter-out findin
 # at the same time, if both ran at once: the shard lock makes one wait, but the order is clearer).
 $(EXECUTED)/xcomps_token_level_agreement.ipynb: $(EXECUTED)/xcomps_token_level.ipynb
 
-$(EXECUTED)/%.ipynb: notebooks/%.md
+# A chapter's stamp, $(STAMPS)/<chapter>: the SHA-256s of what its execution depends on, its
+# source, its papermill arguments (whatever chapter_args expands to), the package and the data
+# manifests, and the runs of the results store it read (xcomps_utils/pages/stamp.py). Considered
+# every time, it is rewritten only when they differ from what it holds, and the chapter, then
+# older than its stamp, is executed again; else the executed chapter, its verdicts and its reads
+# are reused. The chapter's rule writes it afresh after executing (its reads are known then) and
+# deletes it when the chapter fails. The findings page, older than a chapter executed again, is
+# executed again too.
+STAMPS = $(EXECUTED)/.stamps
+$(CHAPTERS:%=$(STAMPS)/%): $(STAMPS)/%: FORCE
+	@mkdir -p $(@D) && $(PY) -m xcomps_utils.pages.stamp $* $(READS)/$*.jsonl $(chapter_args) > $@.new
+	@if cmp -s $@.new $@; then rm $@.new; else mv $@.new $@; fi
+FORCE:
+
+$(CHAPTERS:%=$(EXECUTED)/%.ipynb): $(EXECUTED)/%.ipynb: $(STAMPS)/%
 	@i=$$(printf '%s\n' $(CHAPTERS) | grep -nx '$*' | cut -d: -f1); t0=$$(date +%s); \
 	start=$$(cat build/notebooks-$(SIZE)/.started 2>/dev/null || echo $$t0); \
+	mkdir -p build/notebooks-$(SIZE) && \
 	what=$$($(PARAMS) papermill $* $(SIZE) --store $(STORE) --out build/notebooks-$(SIZE)/$*.yaml) || exit 1; \
 	echo "[$(SIZE)] chapter $$i/$(N_CHAPTERS) $* started $$(date +%T): $$what"; \
-	$(VENV)/bin/jupytext --quiet --to ipynb -o build/notebooks-$(SIZE)/$*.ipynb $< && \
+	$(JUPYTEXT) --quiet --to ipynb -o build/notebooks-$(SIZE)/$*.ipynb notebooks/$*.md && \
 	rm -f $(VERDICTS)/$*.csv $(READS)/$*.jsonl && \
-	$(PAPERMILL_ENV) XCOMPS_VERDICTS=$(VERDICTS) XCOMPS_READS=$(READS) XCOMPS_CHAPTER=$* $(VENV)/bin/papermill --cwd . -k $(KERNEL) --execution-timeout $(CELL_TIMEOUT) \
+	$(PAPERMILL_ENV) XCOMPS_VERDICTS=$(VERDICTS) XCOMPS_READS=$(READS) XCOMPS_CHAPTER=$* $(PAPERMILL) --cwd . -k $(KERNEL) --execution-timeout $(CELL_TIMEOUT) \
 	  --log-output --log-level WARNING --no-progress-bar -f build/notebooks-$(SIZE)/$*.yaml \
-	  build/notebooks-$(SIZE)/$*.ipynb $@; rc=$$?; t1=$$(date +%s); \
+	  build/notebooks-$(SIZE)/$*.ipynb $@ && \
+	$(PY) -m xcomps_utils.pages.stamp $* $(READS)/$*.jsonl $(chapter_args) > $<.new && \
+	mv $<.new $< && touch -r $@ $<; rc=$$?; t1=$$(date +%s); \
+	[ $$rc = 0 ] || rm -f $< $<.new; \
 	echo "[$(SIZE)] chapter $$i/$(N_CHAPTERS) $* $$([ $$rc = 0 ] && echo done || echo FAILED) in $$((t1 - t0)) s (elapsed $$((t1 - start)) s)"; \
 	exit $$rc
 
@@ -152,16 +184,19 @@ render: install
 	@echo "book: open $(OUT)/_build/html/index.html"
 
 # The whole book at smoke sizes, exercises included, in build/smoke/ (its own copy of book/, its own
-# results store), so it never touches the full book's book/executed/ or results/.
+# results store), so it never touches the full book's book/executed/ or results/. The copy of
+# book/ is made afresh; its executed chapters and the store are kept, so that a chapter whose
+# inputs are unchanged is reused (rm -rf build/smoke: every chapter computed again).
 smoke: install data-check
-	rm -rf $(SMOKE_DIR) && mkdir -p $(SMOKE_DIR)/book
+	mkdir -p $(SMOKE_DIR)/book && find $(SMOKE_DIR)/book -mindepth 1 -maxdepth 1 ! -name executed -exec rm -rf {} +
 	cp -r $(filter-out book/executed,$(wildcard book/*)) $(SMOKE_DIR)/book/
 	$(MAKE) --no-print-directory notebooks SIZE=smoke EXECUTED=$(SMOKE_DIR)/book/executed STORE=$(SMOKE_DIR)/results JOBS=$(SMOKE_JOBS)
 	$(MAKE) --no-print-directory render BOOK_DIR=$(SMOKE_DIR)/book OUT=$(CURDIR)/$(SMOKE_DIR)
 
 # Chapters of the smoke build as `make smoke` executes them (its parameters, its results store),
-# those of ONLY that are absent or older than their notebooks/*.md: what tests/book/test_notebooks.py
-# reads, made when pytest runs without `make smoke` before it. make smoke-chapters ONLY="a b"
+# those of ONLY that are absent or whose inputs changed (their stamps): what
+# tests/book/test_notebooks.py reads, made when pytest runs without `make smoke` before it.
+# make smoke-chapters ONLY="a b"
 smoke-chapters:
 	@mkdir -p $(SMOKE_DIR)/book/executed build/notebooks-smoke
 	@$(MAKE) --no-print-directory SIZE=smoke EXECUTED=$(SMOKE_DIR)/book/executed \

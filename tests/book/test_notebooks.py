@@ -3,11 +3,12 @@
 `make smoke` executes every chapter (papermill, the parameters SMOKE_<chapter> in the Makefile)
 into build/smoke/book/executed/, with its own results store build/smoke/results; `make test` runs
 it before the slow tier, and these tests read those executed notebooks and that store instead of
-executing the chapters again. Run without it (pytest alone, or a chapter's notebooks/*.md newer
-than its executed copy), a test first has make execute the chapters it reads exactly as `make
+executing the chapters again. Run without it (pytest alone, or after a change to a chapter's
+inputs), a test first has make execute the chapters it reads exactly as `make
 smoke` does (`make smoke-chapters ONLY=...`): it never skips, and reads what the chapter's current
-source prints. (An edit to xcomps_utils alone does not make an executed copy stale: `make smoke`
-or `rm -rf build/smoke` first.)
+source prints. A chapter is executed again when its inputs changed (its source, its parameters,
+the package, the runs it read: the Makefile's stamps), so an edit to xcomps_utils makes every
+executed copy stale.
 
 Papermill runs here only for what a smoke build cannot show: a chapter rendered a second time from
 the store of its first run, without loading a model (on a copy of the smoke store). A bad
@@ -57,17 +58,23 @@ def _parameters(nb) -> dict:
 
 
 def _runs_created_by(nb, store=STORE) -> pd.DataFrame:
-    """The runs of ``store`` that ``nb``'s chapter computed: their provenance names the chapter
-    (``XCOMPS_CHAPTER``, set by the Makefile's rule), which holds when two chapters are executed
-    at once, as make smoke does."""
+    """The runs of ``store`` that ``nb``'s chapter computed and read: their provenance names the
+    chapter (``XCOMPS_CHAPTER``, set by the Makefile's rule), which holds when two chapters are
+    executed at once, as make smoke does, and the chapter's reads log (``reads/<chapter>.jsonl``)
+    names them (the smoke store is kept between builds: it may hold runs an earlier version of
+    the chapter computed)."""
     from xcomps_utils.runs.store import Store
 
-    chapter = Path(nb["metadata"]["papermill"]["output_path"]).stem
+    output = REPO / nb["metadata"]["papermill"]["output_path"]  # absolute stays absolute
+    chapter = output.stem
     root = Path(store)
     runs = Store(store).runs()
     by = [json.loads((root / "runs" / r / "run.json").read_text()).get("provenance", {})
           .get("chapter") for r in runs.run]
-    return runs[[b == chapter for b in by]]
+    log = output.parent / "reads" / f"{chapter}.jsonl"
+    read = {rec["run"] for rec in map(json.loads, log.read_text().splitlines())
+            if rec["store"] == str(root.resolve())} if log.is_file() else set()
+    return runs[[b == chapter and r in read for b, r in zip(by, runs.run)]]
 
 
 def _xcomps_direct_runs() -> pd.DataFrame:

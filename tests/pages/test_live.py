@@ -85,6 +85,33 @@ def test_claims_figure_colours_each_verdict_and_hovers_its_family():
         live.claims_html(table.drop(columns="family"), "m")
 
 
+def test_claims_figure_shows_an_effect_without_an_interval():
+    """A claim that cannot be decided has an effect but no interval: its dot is inside the
+    plot's x range (it was drawn far off it, where no reader sees it: the BMLAMA page)."""
+    table = pd.DataFrame({
+        "claim": ["a", "b"], "scope": ["", ""], "hypothesis": ["h1", "h2"],
+        "verdict": ["supported", "cannot be decided"], "effect": [0.2, -0.667],
+        "ci_low": [0.1, np.nan], "ci_high": [0.3, np.nan], "null": [0.0, 0.0],
+        "n_items": [30, 5], "unit": ["item", "language"], "family": ["F", "F"],
+        "p_adjusted": [0.01, np.nan], "measure": ["m"] * 2})
+    html = live.claims_html(table, "m", standalone=True)
+    doc = json.loads(re.search(r"const docs_json = '(.*?)';\n", html, re.S).group(1))
+    ranges = []
+
+    def walk(o):
+        if isinstance(o, dict):
+            if o.get("name") == "Range1d":
+                ranges.append(o["attributes"])
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+    walk(doc)
+    (x,) = ranges
+    assert x["start"] < -0.667 < 0.3 < x["end"]
+
+
 def test_probe_figure_draws_each_language_and_its_null():
     rows = [{"lang": lang, "layer": k, "balanced_accuracy": 0.5 + 0.01 * k * (lang == "en"),
              "n_sentences": 40, "null_q95": 0.6} for lang in ("en", "de") for k in range(5)]

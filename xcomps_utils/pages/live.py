@@ -218,8 +218,9 @@ def claims_html(table: pd.DataFrame, model: str, title: str = "Claims tested", w
     labels = [f"{i + 1}. {c.replace('_', ' ')}" + (f" ({s})" if s else "")
               for i, (c, s) in enumerate(zip(d["claim"], d["scope"].fillna("")))]
     d = d.assign(label=labels)
-    lo = np.nanmin(np.r_[d["ci_low"].astype(float), d["null"].astype(float), 0.0])
-    hi = np.nanmax(np.r_[d["ci_high"].astype(float), d["null"].astype(float), 0.0])
+    # every effect in range, also one without an interval (a claim that cannot be decided)
+    ends = np.r_[d["ci_low"], d["ci_high"], d["effect"], d["null"], 0.0].astype(float)
+    lo, hi = np.nanmin(ends), np.nanmax(ends)
     pad = 0.05 * (hi - lo or 1.0)
     p = figure(y_range=labels[::-1], x_range=(lo - pad, hi + pad), width=width,
                height=int(90 + 26 * len(d)), toolbar_location="above",
