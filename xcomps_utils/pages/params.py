@@ -163,7 +163,7 @@ class _XcompsLanguages(Chapter):
 
     @model_validator(mode="after")
     def _languages_of_source(self):
-        from .chapters import xcomps_languages
+        from .choices import xcomps_languages
 
         allowed, where = xcomps_languages(self.source)
         unknown = [x for x in self.languages if x not in allowed]
@@ -238,7 +238,7 @@ class TokenPerplexityMethod(Chapter):
     @model_validator(mode="after")
     def _in_data(self):
         from ..pairs import tasks
-        from .chapters import wording_ids
+        from .choices import wording_ids
 
         allowed, where = wording_ids(self.task)
         if self.wording not in allowed:
