@@ -61,7 +61,7 @@ def _model_of(t: ClaimTest, models: list[str], main: str) -> str:
 
 
 def record(tests: list[ClaimTest], page: str, models: str | Iterable[str] = (),
-           main: str = "") -> Path | None:
+           main: str = "") -> None:
     """Write ``tests`` for the findings page, a row each (:data:`VERDICT_COLUMNS`) in
     ``<folder>/<page>.csv`` of the installed folder (:func:`install`): the first record of a
     page makes its file afresh (an empty list still makes it, so the findings page knows the
@@ -75,8 +75,7 @@ def record(tests: list[ClaimTest], page: str, models: str | Iterable[str] = (),
         main: the model of a test that names none of ``models`` (the page's one model; ``""``
             on a page of several).
 
-    Returns:
-        the file written, or None.
+    Returns nothing (a chapter's cell that ends with it shows no output).
 
     Raises:
         ValueError: ``page`` is not a chapter's name, ``tests`` holds something else than
@@ -89,7 +88,7 @@ def record(tests: list[ClaimTest], page: str, models: str | Iterable[str] = (),
     if bad:
         raise ValueError(f"the 'tests' parameter must be a list of ClaimTest; got {bad[0]}")
     if _folder is None:
-        return None
+        return
     names = _names(models)
     rows = pd.DataFrame([{**t.as_dict(), "page": page, "model": _model_of(t, names, main)}
                          for t in tests], columns=VERDICT_COLUMNS)
@@ -98,7 +97,6 @@ def record(tests: list[ClaimTest], page: str, models: str | Iterable[str] = (),
     path.parent.mkdir(parents=True, exist_ok=True)
     rows.to_csv(path, mode="w" if first else "a", header=first, index=False)
     _started.add(path)
-    return path
 
 
 def read_verdicts(folder: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
