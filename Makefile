@@ -121,7 +121,7 @@ notebooks: install
 chapter_args = size=$(SIZE) store=$(STORE)
 
 # Every chapter writes the verdicts it prints to $(EXECUTED)/verdicts/<chapter>.csv
-# (claims.claims_markdown reads XCOMPS_VERDICTS and XCOMPS_CHAPTER; the file is made afresh each
+# (chapters.open installs pages.verdicts from XCOMPS_VERDICTS and XCOMPS_CHAPTER; the file is made afresh each
 # time the chapter is executed); the findings page reads them, after every other chapter.
 VERDICTS = $(abspath $(EXECUTED))/verdicts
 # What each chapter read from the results store (xcomps_utils.paths.reads_dir), for make ship.

@@ -197,6 +197,129 @@ def test_the_graph_sees_each_import_form():
                            "paths": set()}
 
 
+# --- analysis: frames in, claims out ------------------------------------------------------------
+
+#: pandas writers that write a file when given a path (without one, ``to_csv`` and ``to_json``
+#: return text)
+_FRAME_WRITERS = {"to_csv", "to_json", "to_parquet", "to_excel", "to_pickle", "to_feather",
+                  "to_hdf", "to_sql", "to_stata", "to_orc"}
+#: methods that write or remove a file whatever they are called on
+_FILE_WRITERS = {"write_text", "write_bytes", "mkdir", "touch", "unlink", "rmdir", "savefig"}
+#: ``os`` functions that read the environment or change files
+_OS_EFFECTS = {"environ", "environb", "getenv", "putenv", "unsetenv", "remove", "unlink",
+               "rename", "replace", "makedirs", "mkdir", "rmdir", "removedirs", "system"}
+
+
+def _writing_mode(call: ast.Call, position: int) -> bool:
+    """Whether an ``open`` call's mode (its ``position``-th argument or ``mode=``) may write:
+    a literal with ``w``, ``a``, ``x`` or ``+``, or a mode that is not a literal."""
+    mode = next((k.value for k in call.keywords if k.arg == "mode"),
+                call.args[position] if len(call.args) > position else None)
+    if mode is None:
+        return False
+    if isinstance(mode, ast.Constant) and isinstance(mode.value, str):
+        return any(c in mode.value for c in "wax+")
+    return True
+
+
+def side_effects(sources: dict[str, str]) -> list[str]:
+    """``"analysis.x:line what"`` for every place an ``analysis`` module reads the environment
+    (``os.environ``, ``os.getenv``, the ``paths`` module that reads it, ``sys.modules`` such as
+    the notebook's ``__main__``) or writes a file (``open`` to write, a frame's ``to_csv(path)``
+    and the like, ``Path.write_text``, ``mkdir``, ``np.save``, ``json.dump``, ``shutil``,
+    ``savefig``): an analysis module takes frames and returns tables and claims; the pages
+    layer decides what is written where."""
+    out = []
+    for mod, src in sources.items():
+        if layer(mod) != "analysis":
+            continue
+        for node in ast.walk(ast.parse(src)):
+            what = None
+            if isinstance(node, ast.ImportFrom):
+                names = {a.name for a in node.names}
+                base = _resolve(mod, node.level, node.module)
+                if base == "paths" or (base == "" and "paths" in names):
+                    what = "imports paths (the environment)"
+                elif node.module == "os" and names & _OS_EFFECTS:
+                    what = f"from os import {', '.join(sorted(names & _OS_EFFECTS))}"
+                elif node.module == "sys" and "modules" in names:
+                    what = "from sys import modules"
+                elif node.module == "shutil":
+                    what = "from shutil import"
+            elif isinstance(node, ast.Import):
+                if any(a.name in ("shutil", "xcomps_utils.paths") for a in node.names):
+                    what = f"import {', '.join(a.name for a in node.names)}"
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                owner, attr = node.value.id, node.attr
+                if owner == "os" and attr in _OS_EFFECTS:
+                    what = f"os.{attr}"
+                elif owner == "sys" and attr == "modules":
+                    what = "sys.modules"
+                elif owner == "shutil":
+                    what = f"shutil.{attr}"
+                elif owner in ("np", "numpy") and attr.startswith("save"):
+                    what = f"{owner}.{attr}"
+                elif owner in ("json", "pickle", "yaml") and attr == "dump":
+                    what = f"{owner}.dump"
+            elif isinstance(node, ast.Call):
+                f = node.func
+                if isinstance(f, ast.Name) and f.id == "open" and _writing_mode(node, 1):
+                    what = "open(..., write)"
+                elif isinstance(f, ast.Attribute) and f.attr == "open" and _writing_mode(node, 0):
+                    what = ".open(write)"
+                elif isinstance(f, ast.Attribute) and f.attr in _FILE_WRITERS:
+                    what = f".{f.attr}("
+                elif isinstance(f, ast.Attribute) and f.attr in _FRAME_WRITERS and (
+                        node.args or any(k.arg in ("path", "path_or_buf", "excel_writer", "buf")
+                                         for k in node.keywords)
+                        or f.attr not in ("to_csv", "to_json")):
+                    what = f".{f.attr}(path)"
+            if what:
+                out.append(f"{mod}:{node.lineno} {what}")
+    return sorted(out)
+
+
+def test_analysis_reads_no_environment_and_writes_no_file():
+    assert side_effects(SOURCES) == []
+
+
+@pytest.mark.parametrize("planted, expected", [
+    ("import os\nx = os.environ.get('XCOMPS_VERDICTS')\n", "os.environ"),
+    ("import os\nx = os.getenv('XCOMPS_CHAPTER')\n", "os.getenv"),
+    ("from os import environ\n", "from os import environ"),
+    ("import sys\nns = vars(sys.modules['__main__'])\n", "sys.modules"),
+    ("from .. import paths\n", "imports paths (the environment)"),
+    ("from ..paths import verdicts_dir\n", "imports paths (the environment)"),
+    ("def f(p):\n    with open(p, 'a') as h:\n        h.write('x')\n", "open(..., write)"),
+    ("def f(p, m):\n    return open(p, mode=m)\n", "open(..., write)"),
+    ("def f(p):\n    return p.open('w')\n", ".open(write)"),
+    ("def f(df, p):\n    df.to_csv(p, index=False)\n", ".to_csv(path)"),
+    ("def f(df):\n    df.to_parquet('x.parquet')\n", ".to_parquet(path)"),
+    ("def f(df, p):\n    df.to_json(path_or_buf=p)\n", ".to_json(path)"),
+    ("def f(p):\n    p.write_text('x')\n", ".write_text("),
+    ("def f(p):\n    p.parent.mkdir(parents=True)\n", ".mkdir("),
+    ("import numpy as np\ndef f(p, a):\n    np.save(p, a)\n", "np.save"),
+    ("import json\ndef f(h, x):\n    json.dump(x, h)\n", "json.dump"),
+    ("import shutil\n", "import shutil"),
+    ("def f(fig, p):\n    fig.savefig(p)\n", ".savefig("),
+])
+def test_the_side_effect_check_finds_a_planted_one(planted, expected):
+    found = side_effects({"analysis.x": planted})
+    assert found and all(f.startswith("analysis.x:") for f in found)
+    assert any(f.split(" ", 1)[1] == expected for f in found), found
+    # the same code elsewhere (pages decide what is written) is not analysis' concern
+    assert side_effects({"pages.x": planted}) == []
+
+
+def test_the_side_effect_check_lets_text_and_reading_be():
+    benign = ("import json\nimport pandas as pd\n"
+              "def f(df, p, t):\n"
+              "    s = df.to_csv(index=False) + json.dumps({}) + t.replace('a', 'b')\n"
+              "    with open(p) as h, open(p, 'rb') as g:\n"
+              "        return pd.read_csv(p), h.read(), g.read(), s, df.rename(columns={})\n")
+    assert side_effects({"analysis.x": benign}) == []
+
+
 # --- the torch boundary -------------------------------------------------------------------------
 
 #: Modules that must not import torch when imported: every module of pairs, analysis and pages

@@ -87,6 +87,14 @@ def reads_dir() -> Path | None:
     return Path(env) if env else None
 
 
+def read_log() -> Path | None:
+    """``$XCOMPS_READS/$XCOMPS_CHAPTER.jsonl``: where the chapter being executed logs its reads
+    of results stores (:func:`xcomps_utils.runs.store.log_reads`; the Makefile's chapter rule sets
+    both), or None when either is unset."""
+    folder, name = reads_dir(), chapter()
+    return None if folder is None or name is None else folder / f"{name}.jsonl"
+
+
 def probe_jobs() -> int:
     """Worker processes for a Neuro run's probes: ``$XCOMPS_PROBE_JOBS``, else every core.
 

@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from xcomps_utils.analysis import bmlama_study as B
-from xcomps_utils.analysis.claims import ALPHA, correct
+from xcomps_utils.analysis.claims import ALPHA
+from xcomps_utils.analysis.families import correct
 from xcomps_utils.lm.precision import decisions, near_ties
 
 
@@ -286,8 +287,8 @@ def test_trend_interval_is_the_test_inverted_and_covers_the_true_slope():
     lo90, hi90 = t.interval_at(0.10)
     lo99, hi99 = t.interval_at(0.01)
     assert lo99 <= t.ci_low <= lo90 and hi90 <= t.ci_high <= hi99
-    from xcomps_utils.analysis import claims
-    assert "*description* [" not in claims.claims_markdown([t])
+    from xcomps_utils.analysis import claims, report
+    assert "*description* [" not in report.claims_markdown([t])
     # in a family, the interval at the level Holm's correction gave a trend is the one its
     # verdict reads: it excludes 0 exactly when the trend is decided
     checked = 0
@@ -631,9 +632,9 @@ def test_power_table_reads_the_spread_and_prints_the_sizes():
     # below the deciding size the noise is larger than planned: a larger trend is needed now
     assert q.facts_needed.iloc[0] > 10
     assert q.mde_resource_slope_now.iloc[0] > q.mde_resource_slope.iloc[0]
-    from xcomps_utils.pages import chapters
+    from xcomps_utils.analysis import bmlama_scoring
     cost = pd.DataFrame({"benchmark": ["b"], "model": ["m"], "minutes_at": [5.0]})
-    line = chapters.bmlama_size_summary(q.assign(benchmark="b"), cost)
+    line = bmlama_scoring.size_summary(q.assign(benchmark="b"), cost)
     assert f"{q.mde_resource_slope_now.iloc[0]:.3f} per tier step: a smaller one" in line
     # facts without end remove each language's error, not the languages' own spread: the trend
     # 17 languages detect stops at the limit of the planned spread, below the deciding size's
@@ -649,16 +650,16 @@ def test_power_table_reads_the_spread_and_prints_the_sizes():
     both = B.power_table({"m": flat}, 10, (17, 53))
     f17, f53 = both.facts_to_decide_slope
     assert math.isinf(f17) and 10 < f53 < 10 ** 4
-    text = chapters.bmlama_size_summary(both.assign(benchmark="b"), cost)
+    text = bmlama_scoring.size_summary(both.assign(benchmark="b"), cost)
     assert f"53 languages would do it at about {int(f53):,} facts a language" in text
     assert "; 17 languages are too few at any number of facts." in text
     # the morphology trend's sentence: beyond the benchmark, or within reach
-    far = chapters.bmlama_size_summary(both.assign(benchmark="b"), cost, (63, 45))
+    far = bmlama_scoring.size_summary(both.assign(benchmark="b"), cost, (63, 45))
     assert far.endswith("about 63 languages measured without error, spread over the index as "
                         "these are (a plain permutation; the page's, within families, needs "
                         "more); no benchmark here has more than 53: no size of these data "
                         "decides it.")
-    near = chapters.bmlama_size_summary(both.assign(benchmark="b"), cost, (40, 45))
+    near = bmlama_scoring.size_summary(both.assign(benchmark="b"), cost, (40, 45))
     assert near.endswith("needs more).")
     assert p.facts_needed.iloc[0] == B.facts_for_power(p.mean_se.iloc[0], 10,
                                                         p.between_sd.iloc[0])

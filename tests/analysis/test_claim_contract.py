@@ -1,5 +1,5 @@
 """The claim contract (issue 42), as scikit-learn's common estimator checks: every claim declared
-in ``claims.FAMILIES`` registers, in its analysis module's ``CONTRACTS``, a null generator, a
+in ``families.FAMILIES`` registers, in its analysis module's ``CONTRACTS``, a null generator, a
 stated effect and its named traps (:mod:`xcomps_utils.analysis.contract`), and every registered
 contract holds.
 
@@ -14,7 +14,7 @@ import dataclasses
 
 import pytest
 
-from xcomps_utils.analysis import claims, contract
+from xcomps_utils.analysis import claims, contract, families
 
 REGISTRY = contract.registry()
 
@@ -36,22 +36,22 @@ SCENARIOS = _scenarios()
 
 def test_every_declared_claim_has_a_contract():
     lacking = contract.missing()
-    assert not lacking, (f"claims declared in claims.FAMILIES without a contract (add one to the "
+    assert not lacking, (f"claims declared in families.FAMILIES without a contract (add one to the "
                          f"CONTRACTS of the module that tests them): {lacking}")
 
 
 def test_a_claim_without_a_null_generator_fails_the_contract(monkeypatch):
     before = set(contract.missing())
-    planted = claims.Family("planted", "nowhere", "exploratory", {"planted_claim": None})
-    monkeypatch.setattr(claims, "FAMILIES", {**claims.FAMILIES, "planted": planted})
+    planted = families.Family("planted", "nowhere", "exploratory", {"planted_claim": None})
+    monkeypatch.setattr(families, "FAMILIES", {**families.FAMILIES, "planted": planted})
     assert set(contract.missing()) - before == {"planted_claim"}
 
 
 def test_every_contract_has_a_null_and_names_a_declared_claim():
-    declared = {c for f in claims.FAMILIES.values() for c in f.claims}
+    declared = {c for f in families.FAMILIES.values() for c in f.claims}
     assert REGISTRY, "no analysis module registers a contract"
     for claim, contracts in REGISTRY.items():
-        assert claim in declared, f"contract for {claim!r}, which claims.FAMILIES does not declare"
+        assert claim in declared, f"contract for {claim!r}, which families.FAMILIES does not declare"
         for c in contracts:
             assert isinstance(c.null, contract.Scenario), f"{claim}: no null scenario"
             assert c.reps >= 1

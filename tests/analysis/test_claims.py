@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils.analysis import claims, perplexity_paper, scored, xcomps_paper
+from xcomps_utils.analysis import (claims, families, perplexity_paper, report, scored,
+                                   xcomps_paper)
 from xcomps_utils.pairs import xcomps
 
 TYPES = ["taxonomic", "overlap", "co-occurrence", "random"]
@@ -112,7 +113,7 @@ def test_holm_keeps_the_family_wise_error_at_nominal():
                                   "accuracy": (rng.random(40) < 0.5).astype(float)})
             tests.append(perplexity_paper.above_chance(items, "t", n_boot=700, seed=k))
         any_raw += any(t.verdict in ("supported", "contradicted") for t in tests)
-        held = claims.correct(tests, "nulls", "exploratory")
+        held = families.correct(tests, "nulls", "exploratory")
         assert all(t.family_size == 15 and t.family == "nulls" for t in held)
         any_holm += any(t.verdict in ("supported", "contradicted") for t in held)
     assert any_raw / n_fam > 0.25
@@ -120,14 +121,14 @@ def test_holm_keeps_the_family_wise_error_at_nominal():
     # with 400 replicates no bootstrap p can go below 2 / 401, above 0.05 / 15: the bootstrap's
     # resolution cannot reach the family's level, and the tests say so instead of being tested
     coarse = [perplexity_paper.above_chance(items, "t", n_boot=400, seed=k) for k in range(15)]
-    assert {t.verdict for t in claims.correct(coarse, "coarse", "exploratory")} == {"cannot be decided"}
+    assert {t.verdict for t in families.correct(coarse, "coarse", "exploratory")} == {"cannot be decided"}
 
 
 def test_too_few_items_for_a_bootstrap_verdict():
     two = pd.DataFrame({"task": "t", "pair_id": ["a", "b"], "accuracy": [1.0, 1.0]})
     t = perplexity_paper.above_chance(two, "t", n_boot=200)
     assert t.ci_low == t.ci_high == 0.5  # a zero-width interval: no test at all
-    md = claims.claims_markdown([t])
+    md = report.claims_markdown([t])
     assert t.verdict == "cannot be decided" and "fewer than 20 items" in md
     assert "95% CI" not in md and "description (items resampled; not a test)" in md
     nineteen = pd.DataFrame({"task": "t", "pair_id": np.arange(19).astype(str),
@@ -169,7 +170,7 @@ def test_equivalence_is_reachable_and_false_equivalence_stays_at_nominal():
     # at chance with many items: equivalence within ±0.05 is decided, and said so
     t = perplexity_paper.above_chance(items(0.5, 2000, 1), "t", n_boot=400)
     assert t.verdict == "equivalent" and 0 < t.p_equivalent <= 0.025
-    assert "Equivalent within ±0.05" in claims.claims_markdown([t])
+    assert "Equivalent within ±0.05" in report.claims_markdown([t])
     # a true effect at the margin (0.55): "equivalent" is a false decision, at most nominal
     r = _rates(lambda s: items(0.55, 400, s), lambda d: perplexity_paper.above_chance(
         d, "t", n_boot=300), 150)
@@ -187,13 +188,13 @@ def test_an_effect_inside_the_smallest_of_interest_is_negligible_not_supported()
     t = perplexity_paper.above_chance(_accuracy_items(0.52, 6000, 3), "t", n_boot=400)
     assert 0 < t.ci_low and t.ci_high < 0.05
     assert t.verdict == "negligible"
-    assert claims.NEGLIGIBLE in claims.claims_markdown([t])
-    assert "Supported" not in claims.claims_markdown([t])
+    assert claims.NEGLIGIBLE in report.claims_markdown([t])
+    assert "Supported" not in report.claims_markdown([t])
     # the same effect where the interval reaches beyond the margin is still supported
     wide = perplexity_paper.above_chance(_accuracy_items(0.58, 2000, 3), "t", n_boot=400)
     assert wide.ci_high > 0.05 and wide.verdict == "supported"
     # in a family, the adjusted interval decides it: Holm widens it, the verdict follows
-    fam = claims.correct([t, wide], "token-level perplexity, per task")
+    fam = families.correct([t, wide], "token-level perplexity, per task")
     assert fam[0].verdict == ("negligible" if fam[0].adj_high < 0.05 else "supported")
 
 
@@ -207,7 +208,7 @@ def test_the_verdict_is_shown_at_half_and_twice_the_margin_where_it_changes():
     assert by[0.025] == ("supported" if t.ci_high > 0.025 else "negligible")
     assert by[0.1] == "negligible"
     assert len(set(by.values())) > 1  # supported at ±0.05, negligible at ±0.1
-    assert "depends on the smallest effect of interest" in claims.claims_markdown([t])
+    assert "depends on the smallest effect of interest" in report.claims_markdown([t])
     # without replicates (a verdict file's row) nothing is re-read
     assert claims.margin_verdicts(replace(t, reps=None)) == {}
 
@@ -228,20 +229,20 @@ def test_tarone_leaves_out_tests_that_cannot_reach_the_level():
     few = perplexity_paper.above_chance(strong.head(5), "t", n_boot=500)
     lang = xcomps_paper.morphology_trend(_xcomps(lambda *a: 0.7, n_items=10), n_boot=200)
     assert few.verdict == lang.verdict == "cannot be decided"
-    fam = claims.correct([decidable, few, lang, decidable], "mixed", "confirmatory")
+    fam = families.correct([decidable, few, lang, decidable], "mixed", "confirmatory")
     assert [t.family_size for t in fam] == [2] * 4  # the two that can reach the level
     assert [t.verdict for t in fam] == ["supported", "cannot be decided", "cannot be decided",
                                         "supported"]
-    assert "2 tests that can reach the level" in claims.claims_markdown(fam[:1])
-    md = claims.claims_markdown(fam[2:3])
+    assert "2 tests that can reach the level" in report.claims_markdown(fam[:1])
+    md = report.claims_markdown(fam[2:3])
     assert "not a test" in md and "95% CI" not in md and "Family" not in md
     # a statistic that cannot be computed says why, and prints no NaN interval
     df = _xcomps(lambda *a: 1.0, n_items=20)
     df.loc[df.negative_sample_type == "random", "direct_tie"] = 1.0
-    nan = claims.correct([xcomps_paper.subtle_negatives_harder(df, n_boot=200), decidable], "f",
+    nan = families.correct([xcomps_paper.subtle_negatives_harder(df, n_boot=200), decidable], "f",
                          "exploratory")
     assert nan[0].verdict == "cannot be decided" and "cannot be computed" in nan[0].reason
-    assert "nan" not in claims.claims_markdown(nan).lower() and nan[1].family_size == 1
+    assert "nan" not in report.claims_markdown(nan).lower() and nan[1].family_size == 1
 
 
 def test_the_printed_interval_is_the_one_the_verdict_reads():
@@ -252,22 +253,22 @@ def test_the_printed_interval_is_the_one_the_verdict_reads():
         "task": "t", "pair_id": np.arange(200).astype(str),
         "accuracy": (rng.random(200) < acc).astype(float)}), "t", n_boot=1000, seed=k)
         for k, acc in enumerate([0.5, 0.58, 0.58, 0.58, 0.59, 0.7, 0.5, 0.57])]
-    fam = claims.correct(tests, "eight", "exploratory")
+    fam = families.correct(tests, "eight", "exploratory")
     seen_gap = False
     for t in fam:
         excl = t.adj_low > t.null or t.adj_high < t.null
         assert excl == (t.verdict in ("supported", "contradicted")), t
         seen_gap |= (t.ci_low > t.null) and not excl
     assert seen_gap  # the case the page used to print as "inconclusive" beside a 95% CI above 0.5
-    assert "adjusted for the family, the interval the verdict reads" in claims.claims_markdown(fam)
+    assert "adjusted for the family, the interval the verdict reads" in report.claims_markdown(fam)
 
 
 def test_holm_still_decides_strong_effects_and_says_so():
     strong = pd.DataFrame({"task": "t", "pair_id": np.arange(60).astype(str),
                            "accuracy": np.r_[np.ones(55), np.zeros(5)]})
-    t = claims.correct([perplexity_paper.above_chance(strong, "t", n_boot=500)] * 10, "ten", "confirmatory")
+    t = families.correct([perplexity_paper.above_chance(strong, "t", n_boot=500)] * 10, "ten", "confirmatory")
     assert all(x.verdict == "supported" and x.role == "confirmatory" for x in t)
-    md = claims.claims_markdown(t[:1])
+    md = report.claims_markdown(t[:1])
     assert "Family: ten (confirmatory, 10 tests that can reach the level, Holm)" in md
     assert "Null: accuracy is 0.5" in md
 
@@ -307,18 +308,18 @@ def test_items_needed_plans_for_the_smallest_effect_of_interest_not_the_estimate
     assert t.verdict == "inconclusive" and t.sesoi == 0.05
     assert t.items_needed == claims.items_needed(t.ci_low, t.ci_high, 30, 0.05) > 30
     assert f"about {t.items_needed:,} items would give an 80% chance of deciding it" \
-        in claims.claims_markdown([t])
+        in report.claims_markdown([t])
     # a test with no equivalence branch does not promise one: a smaller effect stays undecided
     bare = replace(t, p_equivalent=math.nan)
-    assert "which this test does not have" in claims.claims_markdown([bare])
-    assert "would give an 80% chance" not in claims.claims_markdown([bare])
+    assert "which this test does not have" in report.claims_markdown([bare])
+    assert "would give an 80% chance" not in report.claims_markdown([bare])
     # a permutation over languages (no SESOI) says more items per language add no language
     lang = replace(t, unit="language", n_items=17, sesoi=None, items_needed=None)
     assert ("Not decided with these 17 languages: a permutation over languages decides an effect "
-            "but never its absence") in claims.claims_markdown([replace(lang,
+            "but never its absence") in report.claims_markdown([replace(lang,
                                                                       p_equivalent=math.nan)])
     # ... one with an equivalence branch (the resource trend) can still be shown absent
-    shown = claims.claims_markdown([replace(lang, p_equivalent=0.2, margin=0.05)])
+    shown = report.claims_markdown([replace(lang, p_equivalent=0.2, margin=0.05)])
     assert "neither a trend nor its absence (within ±0.05) yet" in shown
     assert "the findings page says whether these languages can decide it" in shown
     assert "never its absence" not in shown
@@ -373,7 +374,7 @@ def test_english_rank_is_a_claim_about_languages():
     t = xcomps_paper.english_rank(up, n_boot=300)
     assert t.unit == "language" and t.n_items == 7 and t.smallest_p == pytest.approx(1 / 7)
     assert t.verdict == "cannot be decided" and t.effect > 0.2
-    md = claims.claims_markdown([t])
+    md = report.claims_markdown([t])
     assert "Cannot be decided with 7 languages" in md and "languages fixed; not a test" in md
     assert "95% CI" not in md
     # 60 languages: English on top is supported, at the bottom contradicted
@@ -424,7 +425,7 @@ def test_type_claims_cannot_be_decided_with_the_books_seven_languages():
     assert t.verdict == "cannot be decided" and t.unit == "language" and t.n_items == 7
     assert t.smallest_p == pytest.approx(1 / 18) and t.effect < -0.2
     assert "confounded with resource level" in t.caveat
-    assert "Cannot be decided with 7 languages" in claims.claims_markdown([t])
+    assert "Cannot be decided with 7 languages" in report.claims_markdown([t])
     r = xcomps_paper.resource_trend(df, n_boot=300)  # 3 labelings within morphological type
     assert r.verdict == "cannot be decided" and r.smallest_p == pytest.approx(1 / 3)
 
@@ -546,12 +547,12 @@ def _visible(cell: str) -> str:
 
 def test_markdown_is_one_compact_row_per_claim_with_the_rest_one_click_away():
     df = _xcomps(lambda l, *a: 0.9 if l == "en" else 0.6, n_items=40)
-    tests = claims.correct([xcomps_paper.english_advantage(df, n_boot=300),
+    tests = families.correct([xcomps_paper.english_advantage(df, n_boot=300),
                             xcomps_paper.subtle_negatives_harder(df, n_boot=300),
                             xcomps_paper.morphology_trend(df, n_boot=300)],
                            "XCOMPS, primary claims (Direct)")
     assert [t.verdict for t in tests] == ["supported", "inconclusive", "cannot be decided"]
-    md = claims.claims_markdown(tests)
+    md = report.claims_markdown(tests)
     header, rows = _table(md)
     assert header == "| claim | verdict | effect [interval] | n | scope |"
     assert len(rows) == 3 and all(len(r) == 5 for r in rows)
@@ -590,113 +591,18 @@ def test_markdown_is_one_compact_row_per_claim_with_the_rest_one_click_away():
     assert "languages fixed; not a test" in morph[0] and "Family" not in morph[0]
     assert md.endswith("Click a claim for its measure, null, test, family, adjusted p and caveat.")
     # a | in a hypothesis or a measure does not split the row
-    bar = claims.claims_markdown([replace(t, hypothesis="a |difference| is above 0")])
+    bar = report.claims_markdown([replace(t, hypothesis="a |difference| is above 0")])
     assert len(_table(bar)[1][0]) == 5 and "a \\|difference\\| is above 0" in bar
     # a long hypothesis loses its closing parenthetical in the row, not in the details
     long = replace(t, hypothesis="the other tokens carry a systematic part of the perplexity "
                    "difference (pivotal tokens rarely explain it whole)")
-    cell = _table(claims.claims_markdown([long]))[1][0][0]
+    cell = _table(report.claims_markdown([long]))[1][0][0]
     assert _visible(cell) == "the other tokens carry a systematic part of the perplexity difference"
     assert "*the other tokens carry a systematic part of the perplexity difference (pivotal " \
            "tokens rarely explain it whole)*" in cell
-    assert claims.claims_markdown([]) == ""
-    table = claims.claims_table(tests)
+    assert report.claims_markdown([]) == ""
+    table = report.claims_table(tests)
     assert table.loc[0, "half_width"] == pytest.approx((t.ci_high - t.ci_low) / 2)
-
-
-# --- verdicts written for the findings page ------------------------------------------------------
-
-def _strong_and_few():
-    strong = pd.DataFrame({"task": "t", "pair_id": np.arange(60).astype(str),
-                           "accuracy": np.r_[np.ones(55), np.zeros(5)]})
-    return (perplexity_paper.above_chance(strong, "t", n_boot=300),
-            perplexity_paper.above_chance(strong.head(5), "t", n_boot=300))
-
-
-def test_printed_verdicts_are_written_appended_and_made_afresh_by_a_new_process(tmp_path,
-                                                                                 monkeypatch):
-    import subprocess
-    import sys
-    import textwrap
-
-    folder = tmp_path / "verdicts"
-    monkeypatch.setenv("XCOMPS_VERDICTS", str(folder))
-    monkeypatch.setenv("XCOMPS_CHAPTER", "token_perplexity_results")
-    monkeypatch.setattr(claims, "_STARTED", set())
-    strong, few = _strong_and_few()
-    claims.claims_markdown([strong])
-    claims.claims_markdown([few, strong])  # a second table of the same page: appended
-    path = folder / "token_perplexity_results.csv"
-    written = pd.read_csv(path)
-    assert list(written.columns) == claims.VERDICT_COLUMNS
-    assert list(written.verdict) == ["supported", "cannot be decided", "supported"]
-    assert written.effect.tolist() == pytest.approx([strong.effect, few.effect, strong.effect])
-    assert written.ci_low[0] == pytest.approx(strong.ci_low)
-    assert set(written.page) == {"token_perplexity_results"} and written.n_items.tolist() == [60, 5, 60]
-    rows, missing = claims.read_verdicts(folder)
-    assert len(rows) == 3 and rows.reason[1] == few.reason
-    assert "token_perplexity_results" not in missing and "xcomps_results" in missing
-    # the chapter executed again (a new kernel): its first table replaces the page's file; each
-    # test's model is the page's model parameter its scope names, else the page's model
-    script = textwrap.dedent("""
-        from xcomps_utils.analysis import claims
-        model, compare_model = "gemma-3-270m", "smollm2-135m-instruct"
-        kw = dict(claim="c", hypothesis="h", measure="m", effect=0.3, ci_low=0.1, ci_high=0.5,
-                  null=0.0, direction=1, verdict="supported", n_items=30, unit="item", n_obs=30,
-                  source="s")
-        claims.claims_markdown([claims.ClaimTest(scope="direct", **kw),
-                                claims.ClaimTest(scope="direct, smollm2-135m-instruct", **kw)])
-    """)
-    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    again = pd.read_csv(path)
-    assert again.scope.tolist() == ["direct", "direct, smollm2-135m-instruct"]
-    assert again.model.tolist() == ["gemma-3-270m", "smollm2-135m-instruct"]
-    # a page that printed no claim still says it ran; a missing page name is an error
-    monkeypatch.setenv("XCOMPS_CHAPTER", "xcomps_results")
-    assert claims.claims_markdown([]) == ""
-    rows, missing = claims.read_verdicts(folder)
-    assert len(rows) == 2 and "xcomps_results" not in missing
-    nothing, every = claims.read_verdicts(tmp_path / "none")  # no folder: every page missing
-    assert nothing.empty and every == list(dict.fromkeys(f.chapter
-                                                         for f in claims.FAMILIES.values()))
-    monkeypatch.delenv("XCOMPS_CHAPTER")
-    with pytest.raises(ValueError, match="XCOMPS_CHAPTER is not"):
-        claims.claims_markdown([strong])
-
-
-def test_findings_table_and_counts_read_what_the_pages_printed(tmp_path, monkeypatch):
-    folder = tmp_path / "verdicts"
-    monkeypatch.setenv("XCOMPS_VERDICTS", str(folder))
-    monkeypatch.setattr(claims, "_STARTED", set())
-    strong, few = _strong_and_few()
-    confirmed = claims.correct([strong, strong], "two", "confirmatory")
-    printed = {}
-    for page, tests in (("xcomps_results", confirmed), ("token_perplexity_results", [few])):
-        monkeypatch.setenv("XCOMPS_CHAPTER", page)
-        printed[page] = _table(claims.claims_markdown(tests))[1]
-    rows, missing = claims.read_verdicts(folder)
-    assert missing == [p for p in dict.fromkeys(f.chapter for f in claims.FAMILIES.values())
-                       if p not in printed]
-    assert rows.page.tolist() == ["xcomps_results", "xcomps_results", "token_perplexity_results"]
-    header, found = _table(claims.findings_markdown(rows))
-    assert header == "| page | claim | model | verdict | effect [interval] | n | scope |"
-    # each row as its page printed it, with a link to the page as _toc.yml names it
-    for row, (page, k) in zip(found, [("xcomps_results", 0), ("xcomps_results", 1),
-                                      ("token_perplexity_results", 0)]):
-        assert row[1] == printed[page][k][0] and row[3:] == printed[page][k][1:]
-        assert row[0] == f"{{doc}}`{page.replace('_', ' ')} </executed/{page}>`"
-    assert found[0][3:5] == ["**Supported**", f"{confirmed[0].effect:.2f} "
-                             f"[{confirmed[0].adj_low:.2f}, {confirmed[0].adj_high:.2f}] *adj.*"]
-    assert found[2][3] == "**Cannot be decided with 5 items**"
-    counts = claims.verdict_counts(rows)
-    assert counts.loc[("confirmatory", "(not named)"), "supported"] == 2
-    assert counts.loc[("exploratory", "(not named)"), "cannot be decided"] == 1
-    assert counts["total"].sum() == 3 and counts.index[0][0] == "confirmatory"
-    (folder / "xcomps_results.csv").write_text("claim,verdict\nx,supported\n")
-    with pytest.raises(ValueError, match="xcomps_results.csv: its columns"):
-        claims.read_verdicts(folder)
-    assert claims.findings_markdown(rows.iloc[:0]) == ""
 
 
 @pytest.mark.slow  # a simulation over many data sets (issue 29)
@@ -766,20 +672,20 @@ def test_every_family_a_page_forms_is_declared_in_one_table():
         for m in re.finditer(r"correct\((?:[^()]|\([^()]*\))*?,\s*f?\"([^\"]+)\"", text):
             found.add((path.name, re.sub(r" \(\{[^}]*\}\)$", "", m.group(1))))
     assert len(found) >= 10
-    undeclared = [(f, n) for f, n in found if claims.declared_family(n) is None]
-    assert not undeclared, f"families formed but not declared in claims.FAMILIES: {undeclared}"
+    undeclared = [(f, n) for f, n in found if families.declared_family(n) is None]
+    assert not undeclared, f"families formed but not declared in families.FAMILIES: {undeclared}"
     # the declaration is enforced: a claim outside it, a SESOI that drifted, a role that differs
     t = xcomps_paper.english_advantage(_xcomps(lambda *a: 0.7, n_items=30), n_boot=200)
     with pytest.raises(ValueError, match="not declared in family"):
-        claims.correct([t], "token-level perplexity, per task")
+        families.correct([t], "token-level perplexity, per task")
     with pytest.raises(ValueError, match="SESOI 0.1"):
-        claims.correct([replace(t, sesoi=0.1)], "XCOMPS, primary claims (Direct)")
+        families.correct([replace(t, sesoi=0.1)], "XCOMPS, primary claims (Direct)")
     with pytest.raises(ValueError, match="declared 'confirmatory'"):
-        claims.correct([t], "XCOMPS, primary claims (Direct)", "exploratory")
-    with pytest.raises(ValueError, match="not declared in claims.FAMILIES"):
-        claims.correct([t], "a family of my own")
-    fam = claims.correct([t], "XCOMPS, primary claims (Direct)")
-    table = claims.family_table(fam)
+        families.correct([t], "XCOMPS, primary claims (Direct)", "exploratory")
+    with pytest.raises(ValueError, match="not declared in families.FAMILIES"):
+        families.correct([t], "a family of my own")
+    fam = families.correct([t], "XCOMPS, primary claims (Direct)")
+    table = report.family_table(fam)
     assert table.loc[0, "chapter"] == "xcomps_results" and table.loc[0, "role"] == "confirmatory"
     assert table.loc[0, "sesoi"] == 0.05 and table.loc[0, "decidable at this size"] == "yes"
 

@@ -235,13 +235,13 @@ def test_agreement_and_the_xcomps_tables_keep_the_same_pairs():
 
 
 def test_the_printed_agreement_verdict_flips_with_the_data():
-    """What the page prints (claims.correct then claims_markdown, as its claims cell): shared
+    """What the page prints (families.correct then claims_markdown, as its claims cell): shared
     item knowledge reads Supported; a type effect alone does not."""
-    from xcomps_utils.analysis import claims
+    from xcomps_utils.analysis import families, report
 
     def printed(d):
         t = C.cross_lingual_agreement(d, n_boot=200, n_perm=499)
-        return claims.claims_markdown(claims.correct([t], "cross-lingual agreement"))
+        return report.claims_markdown(families.correct([t], "cross-lingual agreement"))
     shared = printed(_langs_typed(np.random.default_rng(11), copy=0.6))
     typed = printed(_langs_typed(np.random.default_rng(12), n_items=40))
     assert "| **Supported** |" in shared and "within negative type" in shared

@@ -267,13 +267,13 @@ def test_the_shuffled_prior_keeps_language_and_type_and_unties_the_prior_from_th
 
 
 def test_the_printed_gain_verdict_flips_with_the_data():
-    """The page's claims cell (claims.correct, claims_markdown): a helpful prior prints
+    """The page's claims cell (families.correct, claims_markdown): a helpful prior prints
     Supported, a noisy one that costs Direct accuracy prints Contradicted."""
-    from xcomps_utils.analysis import claims
+    from xcomps_utils.analysis import families, report
 
     def printed(d):
         fns = (concept_prior.prior_favours_acceptable, concept_prior.direct_gains_from_prior)
-        return claims.claims_markdown(claims.correct([f(d, n_boot=300) for f in fns],
+        return report.claims_markdown(families.correct([f(d, n_boot=300) for f in fns],
                                                      "concept prior, pooled", "confirmatory"))
     def gain_row(md):  # the table's second row: direct_gains_from_prior
         return [r for r in md.splitlines() if r.startswith("| <details>")][1]

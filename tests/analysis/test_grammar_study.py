@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils.analysis import claims, grammar_study
+from xcomps_utils.analysis import families, grammar_study
 from xcomps_utils.lm.token_scores import TokenScores, token_table
 
 
@@ -208,7 +208,7 @@ def test_pivot_claims_rarely_decide_a_true_null():
 
 
 def test_pivot_family_is_declared():
-    fam = claims.declared_family("pivot share per language (gemma-3-270m)")
+    fam = families.declared_family("pivot share per language (gemma-3-270m)")
     assert set(fam.claims) == {"pivot_carries_most", "pivot_influence"}
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils.analysis import claims, perplexity_paper as PP
+from xcomps_utils.analysis import claims, families, perplexity_paper as PP, report
 
 
 def _bound(p, n):
@@ -183,7 +183,7 @@ def test_carries_most_null_pivot_with_half_the_difference():
 
 
 def test_the_pages_verdicts_flip_with_the_data():
-    """What the results page prints (claim_tests, then claims.claims_markdown) follows the
+    """What the results page prints (claim_tests, then report.claims_markdown) follows the
     data: the "rarely whole" line of a task flips when its other tokens stop carrying a part."""
     def page(rest_shift, seed):
         g = pd.concat([simulate(seed=seed, piv_shift=1.0, rest_shift=rest_shift, task="t"),
@@ -191,7 +191,7 @@ def test_the_pages_verdicts_flip_with_the_data():
         m = PP.prompt_pair_measures(g, unit="s")
         m = m.assign(correct=(m.whole_s > 0).astype(float))
         tests = PP.claim_tests(m, n_boot=200)
-        line = next(x for x in claims.claims_markdown(tests).splitlines()
+        line = next(x for x in report.claims_markdown(tests).splitlines()
                     if x.endswith("| t |") and "pivotal tokens rarely explain" in x)
         return {t.claim: t.verdict for t in tests if t.scope == "t"}, line
     with_rest, line_rest = page(0.2, 0)
@@ -226,7 +226,7 @@ def test_carries_most_is_not_read_where_the_total_points_nowhere():
                                 unit="s")
     t = PP.pivotal_carries_most(m, "t", n_boot=500)
     assert t.verdict == "cannot be decided" and "not decided positive" in t.reason
-    fam = claims.correct([t], "token-level perplexity, primary claims")
+    fam = families.correct([t], "token-level perplexity, primary claims")
     assert fam[0].verdict == "cannot be decided" and fam[0].reason == t.reason
     ok = PP.prompt_pair_measures(PP.simulate_groups(3, piv_shift=1.0), unit="s")
     assert PP.pivotal_carries_most(ok, "t", n_boot=500).verdict == "supported"
@@ -274,7 +274,7 @@ def test_ppl_reading_is_a_description_beside_the_verdicts():
 
 
 def test_every_claim_of_the_module_has_a_contract():
-    fams = [claims.FAMILIES[f] for f in ("token-level perplexity, primary claims",
+    fams = [families.FAMILIES[f] for f in ("token-level perplexity, primary claims",
                                          "token-level perplexity, per task")]
     assert sorted(c.claim for c in PP.CONTRACTS) == sorted(c for f in fams for c in f.claims)
     assert all(c.traps for c in PP.CONTRACTS)

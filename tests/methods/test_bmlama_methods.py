@@ -137,11 +137,12 @@ def test_neuro_on_bmlama_keeps_a_prompt_whole_and_leaves_out_true_distractors(
 
 
 def test_the_chapters_meta_and_neuro_table_reads_the_runs(lm, data_dir, tmp_path):
+    from xcomps_utils.analysis import bmlama_scoring
     from xcomps_utils.pages import chapters
 
     pairs = tasks.sample(["bmlama17:en", "bmlama17:vi"], 90, 0, data_dir=data_dir)
     run = chapters.runner(store=str(tmp_path), progress=False)
-    t = chapters.bmlama_methods(lambda model, p, m, **kw: run(lm, p, m, **kw), "x", pairs)
+    t = bmlama_scoring.method_scores(lambda model, p, m, **kw: run(lm, p, m, **kw), "x", pairs)
     assert list(t.index) == ["en", "vi"]
     assert ((t.meta_low <= t.meta) & (t.meta <= t.meta_high)).all()
     assert (t.meta_pairs <= (~pairs.distractor_true).groupby(pairs.lang).sum()).all()
@@ -156,16 +157,16 @@ def test_the_chapters_meta_and_neuro_table_reads_the_runs(lm, data_dir, tmp_path
 def test_the_chapters_methods_read_the_first_facts_of_the_same_sample(data_dir):
     """methods_facts: Meta and Neuro on the first k of the sampled facts, the very pairs (and so
     the run key) a k-fact sample gives, a subset of the larger sample's facts."""
-    from xcomps_utils.pages import chapters
+    from xcomps_utils.analysis import bmlama_scoring
 
     langs = ["en", "vi"]
     big = tasks.sample([f"bmlama17:{lang}" for lang in langs], 9 * 7, 0, data_dir=data_dir)
     seen = []
-    chapters.bmlama_methods(lambda model, p, m, **kw: seen.append(p), "x", big, methods=(),
-                            facts=3)
+    bmlama_scoring.method_scores(lambda model, p, m, **kw: seen.append(p), "x", big, methods=(),
+                                 facts=3)
     small = tasks.sample([f"bmlama17:{lang}" for lang in langs], 9 * 3, 0, data_dir=data_dir)
     pd.testing.assert_frame_equal(seen[0], small)
     assert set(small["item"]) < set(big["item"]) and len(small) < len(big)
-    chapters.bmlama_methods(lambda model, p, m, **kw: seen.append(p), "x", big, methods=(),
-                            facts=None)   # every pair
+    bmlama_scoring.method_scores(lambda model, p, m, **kw: seen.append(p), "x", big, methods=(),
+                                 facts=None)   # every pair
     assert seen[1] is big

@@ -1,7 +1,7 @@
 """The findings page (notebooks/findings.md) executed by papermill on a verdict folder made here:
-what two pages printed (claims.claims_markdown with XCOMPS_VERDICTS set, as the Makefile's chapter
-rule sets it), read back as one table per role, counted per model, the pages that printed nothing
-named."""
+what two pages recorded (verdicts.record into the folder a chapter's entry installs from
+XCOMPS_VERDICTS, as the Makefile's chapter rule sets it), read back as one table per role,
+counted per model, the pages that printed nothing named."""
 
 import json
 from pathlib import Path
@@ -11,28 +11,33 @@ import pandas as pd
 import pytest
 
 from xcomps_utils.analysis import bmlama_study as B
-from xcomps_utils.analysis import claims, perplexity_paper
+from xcomps_utils.analysis import families, perplexity_paper, report
+from xcomps_utils.pages import verdicts
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _verdict_folder(folder: Path, monkeypatch) -> dict:
-    """Two pages' verdicts, as their chapters would write them: a confirmatory family of two
-    decided tests (the page's model named by its namespace: none here) and a test of 5 items
-    that cannot be decided."""
-    monkeypatch.setenv("XCOMPS_VERDICTS", str(folder))
-    monkeypatch.setattr(claims, "_STARTED", set())
+@pytest.fixture(autouse=True)
+def _nothing_installed():
+    verdicts.install(None)
+    yield
+    verdicts.install(None)
+
+
+def _verdict_folder(folder: Path) -> dict:
+    """Two pages' verdicts, as their chapters would record them: a confirmatory family of two
+    decided tests (no model named) and a test of 5 items that cannot be decided."""
+    verdicts.install(folder)
     items = pd.DataFrame({"pair_id": np.arange(60).astype(str),
                           "accuracy": np.r_[np.ones(45), np.zeros(15)]})
-    tests = {"token_perplexity_results": claims.correct(
+    tests = {"token_perplexity_results": families.correct(
         [perplexity_paper.above_chance(items.assign(task="blimp"), "blimp", n_boot=300),
          perplexity_paper.above_chance(items.assign(task="dust", accuracy=1 - items.accuracy),
                                        "dust", n_boot=300)], "two tasks", "confirmatory"),
         "xcomps_results": [perplexity_paper.above_chance(items.head(5).assign(task="crows"),
                                                          "crows", n_boot=300)]}
     for page, t in tests.items():
-        monkeypatch.setenv("XCOMPS_CHAPTER", page)
-        claims.claims_markdown(t)
+        verdicts.record(t, page)
     return tests
 
 
@@ -41,8 +46,8 @@ def test_findings_page_shows_what_the_pages_printed(tmp_path, monkeypatch):
     import jupytext
     import papermill
 
-    tests = _verdict_folder(tmp_path / "verdicts", monkeypatch)
-    monkeypatch.delenv("XCOMPS_VERDICTS")  # the page reads its parameter, not the environment
+    tests = _verdict_folder(tmp_path / "verdicts")
+    monkeypatch.delenv("XCOMPS_VERDICTS", raising=False)  # the page reads its parameter
     src, out = tmp_path / "findings.ipynb", tmp_path / "out.ipynb"
     jupytext.write(jupytext.read(REPO / "notebooks" / "findings.md"), src)
     papermill.execute_notebook(str(src), str(out), parameters={"verdicts": str(tmp_path / "verdicts")},
@@ -59,7 +64,7 @@ def test_findings_page_shows_what_the_pages_printed(tmp_path, monkeypatch):
     # the headline: 3 tests on 2 pages, counted by verdict; the pages that printed nothing named
     assert ("**3 tests** on 2 pages: 1 supported, 1 contradicted, 0 negligible, 0 equivalent, "
             "0 inconclusive, 1 cannot be decided.") in page
-    missing = [p for p in dict.fromkeys(f.chapter for f in claims.FAMILIES.values())
+    missing = [p for p in dict.fromkeys(f.chapter for f in families.FAMILIES.values())
                if p not in tests]
     assert "No verdicts from " + ", ".join(f"`{p}`" for p in missing) in page
     # one row per test, in the confirmatory and the exploratory tables, linked to its page
@@ -83,18 +88,17 @@ def test_findings_page_shows_what_the_pages_printed(tmp_path, monkeypatch):
         o.get("output_type") == "error" for c in nb["cells"] for o in c.get("outputs", []))
 
 
-def test_deciding_sizes_say_decided_how_many_more_or_why_never(tmp_path, monkeypatch):
+def test_deciding_sizes_say_decided_how_many_more_or_why_never(tmp_path):
     """One row per test: a decided one says so; an inconclusive item claim the items that give
     an 80% chance of deciding it (its items_needed); a claim about languages the languages that
     would, from the design; one that cannot be decided its reason."""
-    _verdict_folder(tmp_path / "verdicts", monkeypatch)
+    _verdict_folder(tmp_path / "verdicts")
     items = pd.DataFrame({"pair_id": np.arange(40).astype(str),
                           "accuracy": np.r_[np.ones(21), np.zeros(19)]})
-    monkeypatch.setenv("XCOMPS_CHAPTER", "direct_scoring")
     weak = perplexity_paper.above_chance(items.assign(task="dust"), "dust", n_boot=300)
-    claims.claims_markdown([weak])
-    rows, _ = claims.read_verdicts(tmp_path / "verdicts")
-    sizes = claims.deciding_sizes(rows)
+    verdicts.record([weak], "direct_scoring")
+    rows, _ = verdicts.read_verdicts(tmp_path / "verdicts")
+    sizes = report.deciding_sizes(rows)
     got = dict(zip(sizes["verdict"] + ":" + sizes["n"].astype(str), sizes["to decide"]))
     assert got["supported:60"] == "decided" and got["contradicted:60"] == "decided"
     assert weak.verdict == "inconclusive" and weak.items_needed and weak.items_needed > 40
@@ -106,19 +110,19 @@ def test_deciding_sizes_say_decided_how_many_more_or_why_never(tmp_path, monkeyp
         "more data decides it", "cannot be decided": "undecidable by design"}
     # a page whose data hold fewer items than needed: no size of them decides it
     page = rows.loc[rows.verdict == "inconclusive", "page"].iloc[0]
-    capped = claims.deciding_sizes(rows, available={page: 40})
+    capped = report.deciding_sizes(rows, available={page: 40})
     line = capped.loc[capped.verdict == "inconclusive", "to decide"].iloc[0]
     assert line.endswith("; the data hold 40: no size of the available data decides it")
     assert capped.loc[capped.verdict == "inconclusive", "outcome"].iloc[0] == \
         "undecidable by design"
-    roomy = claims.deciding_sizes(rows, available={page: 10 ** 6})
+    roomy = report.deciding_sizes(rows, available={page: 10 ** 6})
     assert roomy.loc[roomy.verdict == "inconclusive", "to decide"].iloc[0] == got["inconclusive:40"]
     # no SESOI and no equivalence test: an effect is decided, never its absence
     lang = rows[rows.verdict == "inconclusive"].assign(unit="language", n_items=17,
                                                       items_needed=np.nan, sesoi=np.nan,
                                                       p_equivalent=np.nan)
     item = lang.assign(unit="item")
-    said = claims.deciding_sizes(pd.concat([lang, item]))
+    said = report.deciding_sizes(pd.concat([lang, item]))
     assert said["to decide"].tolist() == [
         "a permutation over languages decides an effect but never its absence; no smallest "
         "effect of interest is declared for this measure",
@@ -128,17 +132,17 @@ def test_deciding_sizes_say_decided_how_many_more_or_why_never(tmp_path, monkeyp
     # more than any benchmark here has (53) is undecidable by design, whatever this test is
     key = (lang["page"].iloc[0], lang["claim"].iloc[0])
     for k, outcome in ((131, "undecidable by design"), (50, "needs an equivalence test")):
-        row = claims.deciding_sizes(lang, languages_to_decide={key: k}).iloc[0]
+        row = report.deciding_sizes(lang, languages_to_decide={key: k}).iloc[0]
         assert row["outcome"] == outcome
         assert (f"about {k} languages measured without error would decide it either way"
                 in row["to decide"])
-    far = claims.deciding_sizes(lang, languages_to_decide={key[1]: 131}).iloc[0]["to decide"]
+    far = report.deciding_sizes(lang, languages_to_decide={key[1]: 131}).iloc[0]["to decide"]
     assert far.endswith("; no benchmark here has more than 53 languages: no size of the "
                         "available data decides it")
-    other = claims.deciding_sizes(lang, languages_to_decide={("elsewhere", key[1]): 131})
+    other = report.deciding_sizes(lang, languages_to_decide={("elsewhere", key[1]): 131})
     assert other.iloc[0]["outcome"] == "needs an equivalence test"     # another page's number
     # a claim about languages with an equivalence test, within reach: more data decides it
-    eq = claims.deciding_sizes(lang.assign(p_equivalent=0.3), languages_to_decide={key: 50})
+    eq = report.deciding_sizes(lang.assign(p_equivalent=0.3), languages_to_decide={key: 50})
     assert eq.iloc[0]["outcome"] == "more data decides it"
     assert eq.iloc[0]["to decide"].endswith("; these languages do, with more items per language "
                                             "(the page's size planning says how many)")
@@ -169,11 +173,11 @@ def test_findings_sizes_reads_what_the_xcomps_sample_holds_and_counts_the_outcom
                        "an equivalence test: 1; undecidable by design: 3.")
     assert list(sizes.columns) == ["claim", "model", "verdict", "outcome", "to decide", "n",
                                    "unit", "page"]
-    table = claims.deciding_sizes_markdown(sizes)
+    table = report.deciding_sizes_markdown(sizes)
     assert table.count("\n| {doc}`") == 5 and "xcomps-verdicts" in table      # framed: wraps
     assert ("| {doc}`direct tracks neuro </executed/xcomps_results>` | m | inconclusive | 7 "
             "languages | **undecidable by design**: about ") in table
-    assert claims.deciding_sizes_markdown(sizes.iloc[:0]) == ""
+    assert report.deciding_sizes_markdown(sizes.iloc[:0]) == ""
     assert "| 30 items | **decided** |" in table                          # not "decided: decided"
     said = sizes["to decide"].tolist()
     r = B.languages_to_decide(0.3, kind="correlation")
@@ -183,9 +187,10 @@ def test_findings_sizes_reads_what_the_xcomps_sample_holds_and_counts_the_outcom
     assert said[2].endswith("; the data hold 30: no size of the available data decides it")
     # the morphology trend over the Grambank index of BMLAMA-53's 45 languages that have one:
     # spread over it as they are, more languages than any benchmark here has
+    from xcomps_utils.analysis import bmlama_scoring
     from xcomps_utils.pairs import bmlama, typology
     index = typology.language_table(bmlama.languages("bmlama53"))["grambank_bound"]
-    km, n_index = chapters.bmlama_morphology_to_decide(index)
+    km, n_index = bmlama_scoring.morphology_to_decide(index)
     assert n_index == 45 and 53 < km < 100
     assert said[4].startswith(f"about {km} languages measured without error") and \
         said[4].endswith("no size of the available data decides it")

@@ -63,11 +63,15 @@ def test_declared_sizes_are_valid(chapter, data_dir):
 
 @pytest.mark.parametrize("chapter", WITH_PARAMETERS)
 def test_chapter_checks_and_shows_its_own_declaration(chapter):
+    """A chapter enters once, naming itself: chapters.open checks and shows its parameters; the
+    findings page (its own page, issue 31: no runs, no verdicts, no table) only checks them."""
     sources = [c.source for c in _code_cells(chapter)]
-    calls = [call for s in sources for call in re.findall(r"params\.check\w*\(.*", s)]
-    assert calls == [f'params.check(globals(), "{chapter}")']
-    if chapter != "findings":  # its own page (issue 31), a table left to its author
-        assert any(s.strip() == f'params.table(globals(), "{chapter}")' for s in sources)
+    calls = [call for s in sources
+             for call in re.findall(r"(?:params\.check\w*|chapters\.open)\(.*", s)]
+    if chapter == "findings":
+        assert calls == [f'params.check(globals(), "{chapter}")']
+    else:
+        assert len(calls) == 1 and calls[0].startswith(f'chapters.open(globals(), "{chapter}"')
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
@@ -250,7 +254,7 @@ def test_an_undeclared_name_stops_the_chapter_under_papermill(data_dir, tmp_path
 
     nb = jupytext.read(REPO / "notebooks" / "xcomps_dataset.md")
     code = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    check = next(i for i in code if "params.check" in nb.cells[i].source)
+    check = next(i for i in code if "chapters.open" in nb.cells[i].source)
     nb.cells = nb.cells[:check + 1]
     jupytext.write(nb, tmp_path / "in.ipynb")
     with pytest.raises(papermill.PapermillExecutionError,

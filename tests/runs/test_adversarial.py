@@ -345,7 +345,7 @@ def _enter(chapter, **values):
     """Run a chapter's cells, with ``values`` injected after its parameters cell as papermill
     injects them, up to its last parameter check (no model runs there)."""
     cells = _cells(chapter)
-    last = max(i for i, c in enumerate(cells[:5]) if "params.check" in c.source)
+    last = max(i for i, c in enumerate(cells[:5]) if "chapters.open" in c.source)
     ns = {}
     for cell in cells[:last + 1]:
         exec(compile(cell.source, chapter, "exec"), ns)  # noqa: S102 - the chapter's own code

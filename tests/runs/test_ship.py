@@ -10,6 +10,13 @@ from click.testing import CliRunner
 from xcomps_utils.runs import cli, execute, store as S
 
 
+@pytest.fixture(autouse=True)
+def _no_read_log():
+    """Each test leaves the process with no read log installed."""
+    yield
+    S.log_reads(None)
+
+
 def _rows(k, value):
     return pd.DataFrame([{c: "" for c in S.MEASURE_COLUMNS}] * k).assign(layer=-1, value=value)
 
@@ -89,15 +96,20 @@ def test_ship_command_leaves_out_per_run_and_the_copy_verifies(tmp_path):
 
 
 def test_ship_reads_ships_what_the_chapters_read_and_nothing_else(tmp_path, monkeypatch):
-    """Reads logged as a chapter makes them (XCOMPS_READS, XCOMPS_CHAPTER): the run a page read
-    is shipped with the detail it read; the run no page read, and the folders none read, stay."""
+    """Reads logged as a chapter's entry installs the log (S.log_reads): the run a page read is
+    shipped with the detail it read; the run no page read, and the folders none read, stay."""
     src, read_run = _store(tmp_path / "src")
     _, unread_run = _store(tmp_path / "src", model="n")
+    # the environment alone logs nothing: the store reads no variable, a chapter's entry does
     monkeypatch.setenv("XCOMPS_READS", str(tmp_path / "reads"))
     monkeypatch.setenv("XCOMPS_CHAPTER", "a_page")
     S.Store(tmp_path / "src").measures([read_run])
+    assert not (tmp_path / "reads").exists()
+    assert S.log_reads(tmp_path / "reads" / "a_page.jsonl") is None
+    S.Store(tmp_path / "src").measures([read_run])
     S.Store(tmp_path / "src").detail(read_run, "direct_tokens")
-    monkeypatch.delenv("XCOMPS_READS")
+    assert S.log_reads(None) == tmp_path / "reads" / "a_page.jsonl"
+    S.Store(tmp_path / "src").detail(unread_run, "direct_tokens")  # not logged any more
     assert S.reads(tmp_path / "reads") == {read_run: {"measures", "direct_tokens"}}
     out = CliRunner().invoke(cli.main, ["ship", "--no-check", str(tmp_path / "dest"), "--store",
                                         str(tmp_path / "src"), "--reads", str(tmp_path / "reads")])
@@ -135,14 +147,13 @@ def test_the_audit_still_fails_a_damaged_run_shipped_without_states(tmp_path):
         A._check(S.Store(tmp_path / "dest"))
 
 
-def test_reads_of_another_store_and_unknown_folders_are_refused(tmp_path, monkeypatch):
+def test_reads_of_another_store_and_unknown_folders_are_refused(tmp_path):
     src, rid = _store(tmp_path / "src")
     other, other_rid = _store(tmp_path / "elsewhere", model="n")
-    monkeypatch.setenv("XCOMPS_READS", str(tmp_path / "reads"))
-    monkeypatch.setenv("XCOMPS_CHAPTER", "a_page")
+    S.log_reads(tmp_path / "reads" / "a_page.jsonl")
     src.measures([rid])
     other.measures([other_rid])  # e.g. an exercise's temporary store
-    monkeypatch.delenv("XCOMPS_READS")
+    S.log_reads(None)
     assert S.reads(tmp_path / "reads", tmp_path / "src") == {rid: {"measures"}}
     assert set(S.reads(tmp_path / "reads")) == {rid, other_rid}
     out = CliRunner().invoke(cli.main, ["ship", "--no-check", str(tmp_path / "dest"), "--store",
@@ -151,3 +162,19 @@ def test_reads_of_another_store_and_unknown_folders_are_refused(tmp_path, monkey
     bad = CliRunner().invoke(cli.main, ["ship", "--no-check", str(tmp_path / "d2"), "--store",
                                         str(tmp_path / "src"), "--omit", "state"])
     assert bad.exit_code == 1 and "--omit state: no run shipped has such a folder" in bad.output
+
+
+def test_the_command_line_run_inside_a_chapters_build_logs_its_reads_with_the_chapters(
+        tmp_path, monkeypatch):
+    """A command a chapter runs (the reproducibility page's ``xcomps-study run``) logs what it
+    reads where the chapter's reads go ($XCOMPS_READS/$XCOMPS_CHAPTER.jsonl); outside a build,
+    nothing."""
+    src, rid = _store(tmp_path / "src")
+    assert CliRunner().invoke(cli.main, ["ls", "--store", str(tmp_path / "src")]).exit_code == 0
+    assert S.log_reads(None) is None
+    monkeypatch.setenv("XCOMPS_READS", str(tmp_path / "reads"))
+    monkeypatch.setenv("XCOMPS_CHAPTER", "reproducibility")
+    assert CliRunner().invoke(cli.main, ["ls", "--store", str(tmp_path / "src")]).exit_code == 0
+    src.measures([rid])
+    assert S.reads(tmp_path / "reads") == {rid: {"measures"}}
+    assert (tmp_path / "reads" / "reproducibility.jsonl").is_file()

@@ -55,8 +55,9 @@ import numpy as np
 import pandas as pd
 
 from ..lm.precision import decide, per_unit_tolerance
-from .claims import (ALPHA, INVERTED, SESOI, ClaimTest, bootstrap_means, correct, finish,
-                     language_claim, permutation_p, relabelings)
+from .claims import (ALPHA, INVERTED, ClaimTest, bootstrap_means, finish, language_claim,
+                     permutation_p, relabelings)
+from .families import SESOI, correct
 from .scored import scored_pairs as _scored_pairs
 
 __all__ = ["REDUCTIONS", "TIER_ORDER", "TYPE_ORDER", "BMLAMA_SOURCE", "RANKC_SOURCE",
@@ -1012,7 +1013,7 @@ def consistency_follows(table: pd.DataFrame, labels: pd.Series, value: str = "ra
 # --- families -----------------------------------------------------------------------------------
 
 def correct_families(tests: list[ClaimTest], alpha: float = ALPHA) -> list[ClaimTest]:
-    """The chapter's Holm families (:func:`xcomps_utils.analysis.claims.correct`, Tarone-restricted): the
+    """The chapter's Holm families (:func:`xcomps_utils.analysis.families.correct`, Tarone-restricted): the
     XCOMPS paper's claims (:data:`PRIMARY_CLAIMS`) on one benchmark and model are one
     confirmatory family per ``scope``; everything else of that scope (consistency, Direct ~ Meta,
     the sum reduction) one exploratory family. Order is kept.
@@ -1239,7 +1240,7 @@ def power_table(tables: dict[str, pd.DataFrame], n_facts: int, sizes=(17, 53),
     same test as a family of its own.
 
     When the languages' observed spread is within their sampling noise (``between_sd`` 0 or
-    below ``smallest_sd``, by default the accuracy SESOI of :data:`xcomps_utils.analysis.claims.SESOI`,
+    below ``smallest_sd``, by default the accuracy SESOI of :data:`xcomps_utils.analysis.families.SESOI`,
     0.05), the sizes are planned for a spread of ``smallest_sd``: the smallest spread between
     languages worth measuring (``planned_sd``).
 

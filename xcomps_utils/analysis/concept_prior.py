@@ -17,7 +17,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from .claims import SESOI, ClaimTest, bootstrap_means, correct, evaluate_claim
+from .claims import ClaimTest, bootstrap_means, evaluate_claim
+from .families import SESOI, correct
 from .scored import decided_rows
 
 __all__ = ["prior_share", "accuracy_by_type", "prior_favours_acceptable",
@@ -282,7 +283,7 @@ def where_delta_comes_from(decomposed: pd.DataFrame, control: pd.DataFrame, n_bo
                            seed: int = 0) -> list[ClaimTest]:
     """The family "where Δ comes from": :func:`concept_carries_most` and
     :func:`property_above_chance` (against the drawn ``control`` of mismatched continuations) on
-    every language pooled, Holm-corrected together (:func:`~xcomps_utils.analysis.claims.correct`).
+    every language pooled, Holm-corrected together (:func:`~xcomps_utils.analysis.families.correct`).
     """
     tests = [concept_carries_most(decomposed, n_boot=n_boot, seed=seed, scope="all languages"),
              property_above_chance(decomposed, scope="all languages", n_boot=n_boot, seed=seed,

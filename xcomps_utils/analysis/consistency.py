@@ -42,7 +42,7 @@ from .claims import (ClaimTest, finish, language_claim, percentile_interval,
                      permutation_p)
 from .scored import decided_rows
 from ..pairs.xcomps import languages
-from . import claims
+from . import families
 
 __all__ = ["correctness_matrix", "cohen_kappa", "pairwise_agreement", "mean_kappa",
            "items_by_languages", "bootstrap_kappas", "KappaReplicates", "agreement_table",
@@ -444,7 +444,7 @@ def agreement_claims(scored: pd.DataFrame, n_boot: int = 2000, seed: int = 0
                 tests.append(agreement_follows(scored, by, c, n_boot=n_boot, seed=seed))
             except ValueError as err:
                 skipped.append(f"{by}: {err}")
-    return claims.correct(tests, "cross-lingual agreement"), skipped
+    return families.correct(tests, "cross-lingual agreement"), skipped
 
 
 

@@ -1,7 +1,7 @@
 """The claim contract: every declared claim ships with the simulations that show its verdict means
 its sentence (issue 42), as scikit-learn's estimator checks hold every estimator.
 
-A claim of :data:`xcomps_utils.analysis.claims.FAMILIES` registers one or more :class:`Contract`
+A claim of :data:`xcomps_utils.analysis.families.FAMILIES` registers one or more :class:`Contract`
 in the ``CONTRACTS`` list of the analysis module that tests it. A contract holds
 :class:`Scenario` s, each a generator ``draw(seed) -> ClaimTest``: the claim's own test function
 run on one simulated dataset. Three kinds:
@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable
 
-from . import claims
+from . import claims, families
 
 __all__ = ["Scenario", "Contract", "ScenarioResult", "run", "registry", "missing", "MODULES",
            "DECIDED"]
@@ -66,7 +66,7 @@ class Contract:
     named trap is decided right (see the module's docstring).
 
     Attributes:
-        claim: the claim's name, as in :data:`claims.FAMILIES`.
+        claim: the claim's name, as in :data:`families.FAMILIES`.
         null: data under the null.
         effect: data at the stated effect (``None`` only for a claim that is a description).
         traps: the named traps.
@@ -132,7 +132,7 @@ def registry() -> dict[str, list[Contract]]:
 
 
 def missing() -> list[str]:
-    """The claims declared in :data:`claims.FAMILIES` without a contract, sorted."""
+    """The claims declared in :data:`families.FAMILIES` without a contract, sorted."""
     have = registry()
-    declared = {c for f in claims.FAMILIES.values() for c in f.claims}
+    declared = {c for f in families.FAMILIES.values() for c in f.claims}
     return sorted(declared - set(have))

@@ -44,7 +44,8 @@ import pandas as pd
 from ..lm.precision import decide, decisions, per_unit_tolerance
 from ..lm.token_scores import TokenScores
 from ..pairs import data, grammar, tasks
-from .claims import correct, evaluate_claim, language_claim, SESOI
+from .claims import evaluate_claim, language_claim
+from .families import SESOI, correct
 from .decompose import split_pair_parts
 from .perplexity_paper import prompt_pair_measures
 from .scored import scored_pairs

@@ -18,8 +18,9 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from . import claims, contract
-from .claims import ClaimTest, evaluate_claim, SESOI
+from . import claims, contract, families
+from .claims import ClaimTest, evaluate_claim
+from .families import SESOI
 from .scored import decided_rows
 
 __all__ = ["item_summary", "prompt_pair_measures", "PRIMARY", "claim_tests", "order_table",
@@ -202,8 +203,8 @@ def claim_tests(metrics: pd.DataFrame, n_boot: int = 2000, seed: int = 0, unit: 
         explore.append(order_effect(metrics, task, **kw))
         explore.append(pivotal_influence(metrics, task, unit=unit, **kw))
         explore.append(pivotal_direction(metrics, task, unit=unit, **kw))
-    return (claims.correct(primary, "token-level perplexity, primary claims", "confirmatory")
-            + claims.correct(explore, "token-level perplexity, per task", "exploratory"))
+    return (families.correct(primary, "token-level perplexity, primary claims", "confirmatory")
+            + families.correct(explore, "token-level perplexity, per task", "exploratory"))
 
 
 def ppl_reading(metrics: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:

@@ -95,7 +95,7 @@ def accuracy_table(scored: pd.DataFrame, by: str | list[str] = "task",
 
 #: a drawn chance level whose interval lies this far or more from 0.5 makes a task's accuracy
 #: unreadable against 0.5 (the accuracy's smallest effect of interest,
-#: :data:`xcomps_utils.analysis.claims.SESOI`)
+#: :data:`xcomps_utils.analysis.families.SESOI`)
 FAR_FROM_CHANCE = 0.05
 
 

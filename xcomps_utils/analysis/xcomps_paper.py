@@ -19,9 +19,10 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from . import claims
-from .claims import (DEFAULT_N_BOOT, SESOI, ClaimTest, bootstrap_means, evaluate_claim, finish,
+from . import claims, families
+from .claims import (DEFAULT_N_BOOT, ClaimTest, bootstrap_means, evaluate_claim, finish,
                      language_claim, percentile_interval, permutation_p)
+from .families import SESOI
 from .scored import decided_rows, scored_pairs
 from ..pairs.xcomps import languages, NEGATIVE_TYPES, XCOMPS_LANGUAGES
 
@@ -446,8 +447,8 @@ def claim_tests(scored: pd.DataFrame, probe_groups: pd.DataFrame | None = None,
     if scored_other is not None:
         explore += [replace(t, scope=f"{t.scope}, {other_model}")
                     for t in method_tests(scored_other, "direct_correct")]
-    return (claims.correct(primary, "XCOMPS, primary claims (Direct)", "confirmatory")
-            + claims.correct(explore, "XCOMPS, Meta and second model", "exploratory"))
+    return (families.correct(primary, "XCOMPS, primary claims (Direct)", "confirmatory")
+            + families.correct(explore, "XCOMPS, Meta and second model", "exploratory"))
 
 
 def neuro_cells(scored: pd.DataFrame, probe_groups: pd.DataFrame) -> pd.DataFrame:

@@ -1,10 +1,11 @@
-"""What the book's chapters share: the one-line run call, the sample notice, and the few tables
-two pages (or two cells of a page) would otherwise copy.
+"""What the book's chapters share: their entry, the one-line run call, the sample notice, and
+the few tables two pages (or two cells of a page) would otherwise copy.
 
-A chapter types its run settings once::
+A chapter enters in one line, after its parameters cell (:func:`open`: its parameters checked
+and shown, its verdicts and reads recorded where the build collects them, its run settings
+fixed once)::
 
-    run = chapters.runner(store=store, device=device, dtype=dtype, token_budget=token_budget,
-                          seed=seed)
+    run = chapters.open(globals(), "direct_scoring")
     res = run(model, pairs, "direct")
     conv = run(model, conv_pairs, "direct", bos_policy="lm_eval")  # one setting changed
 
@@ -15,22 +16,21 @@ them to a page.
 from __future__ import annotations
 
 import inspect
-import math
-import warnings
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-import numpy as np
 import pandas as pd
 
-from ..analysis.claims import MOST_LANGUAGES
+from .. import paths
 from ..declare import out_of, ParameterTypeError
 from ..errors import did_you_mean
 from ..runs import execute as _methods
+from ..runs import store as _store
+from . import params, verdicts
 
-__all__ = ["Runner", "runner", "xcomps_languages", "wording_ids", "sample_notice", "percent_style", "paired_model_difference",
-           "probe_baselines", "XcompsSplit", "xcomps_split", "prior_shares", "BmlamaScores", "bmlama_scores", "bmlama_cost", "bmlama_methods", "bmlama_size_summary",
-           "bmlama_morphology_to_decide"]
+__all__ = ["open", "Runner", "runner", "sample_notice",
+           "percent_style", "paired_model_difference", "probe_baselines", "XcompsSplit",
+           "xcomps_split", "prior_shares", "findings_sizes"]
 
 
 def _run_settings() -> tuple[str, ...]:
@@ -102,6 +102,52 @@ def runner(**settings) -> Runner:
     return Runner(MappingProxyType(dict(settings)))
 
 
+def open(values: dict, name: str, **settings) -> Runner:
+    """A chapter's entry, in one call after its parameters cell: check its parameters against
+    their declaration (:func:`xcomps_utils.pages.params.check`), show them
+    (:func:`xcomps_utils.pages.params.table`, displayed), send what it records where the build
+    collects it, and return its runner.
+
+    The build's chapter rule (the Makefile) sets ``$XCOMPS_VERDICTS``, ``$XCOMPS_READS`` and
+    ``$XCOMPS_CHAPTER``: the verdicts the chapter records
+    (:func:`xcomps_utils.pages.verdicts.record`) go to ``$XCOMPS_VERDICTS/<name>.csv``
+    (:func:`xcomps_utils.pages.verdicts.install`), and every read of a run's folder by a results
+    store of this process to ``$XCOMPS_READS/<name>.jsonl``
+    (:func:`xcomps_utils.paths.read_log`, :func:`xcomps_utils.runs.store.log_reads`, for
+    ``make ship``). Unset (a notebook run by hand), nothing is recorded.
+
+    Args:
+        values: where the parameters live (a chapter passes ``globals()``).
+        name: the chapter's name (``notebooks/<name>.md``).
+        settings: run settings the chapter's parameters do not hold, or that override them
+            (``progress=False``).
+
+    Returns:
+        :func:`runner` with the chapter's parameters that are settings of
+        :func:`xcomps_utils.runs.execute.run` fixed (``store``, ``device``, ``dtype``,
+        ``token_budget``, ``seed``...), then ``settings``.
+
+    Raises:
+        ValueError: ``$XCOMPS_CHAPTER`` names another chapter than ``name``.
+        KeyError: ``name`` is not a declared chapter (with the nearest).
+        ParameterError: a wrong parameter (:func:`xcomps_utils.pages.params.check`).
+        TypeError: a setting that is not one of ``methods.run``.
+    """
+    executed = paths.chapter()
+    if executed is not None and executed != name:
+        raise ValueError(f"the 'name' parameter must be the chapter the build executes "
+                         f"($XCOMPS_CHAPTER={executed!r}); got {name!r}")
+    params.check(values, name)
+    fields = params.declaration(name).model_fields
+    run = runner(**{**{n: values[n] for n in fields if n in _SETTINGS}, **settings})
+    _store.log_reads(paths.read_log())
+    verdicts.install(paths.verdicts_dir())
+    from IPython.display import display
+
+    display(params.table(values, name))
+    return run
+
+
 _NOTICE = {
     "results": ":::{important}\nThese results come from the project's **own sample** (30 items × "
                "4 negative types in 7 languages, written for this book), scored with small models. "
@@ -114,29 +160,6 @@ _NOTICE = {
                "once; each file is checked against its pinned git blob id) and, for all 17 "
                "languages, `-y '{languages: [ar, ca, ...]}'`.\n:::",
 }
-
-
-def xcomps_languages(source: str) -> tuple[list[str], str]:
-    """The XCOMPS languages a source has, and the words for a message (for
-    the check of a chapter's ``languages`` in :mod:`xcomps_utils.pages.params`)."""
-    from ..pairs.xcomps import SAMPLE_LANGUAGES, XCOMPS_LANGUAGES
-
-    langs = SAMPLE_LANGUAGES if source == "sample" else ["en", *XCOMPS_LANGUAGES]
-    return list(langs), f"the languages of XCOMPS' {source} files"
-
-
-def wording_ids(task: str) -> tuple[list[str], str]:
-    """The ids of the token-level perplexity wordings of a task's family, and the words for a
-    message (for the check of a chapter's ``wording`` in :mod:`xcomps_utils.pages.params`).
-
-    Raises:
-        DataError: an unknown task (as :func:`xcomps_utils.pairs.tasks.get`).
-    """
-    from ..methods.perplexity import load_wordings
-    from ..pairs.tasks import get
-
-    family = get(task).wordings
-    return [w["id"] for w in load_wordings(family)], f"the wordings of {family!r}"
 
 
 def sample_notice(source: str, page: str = "results") -> str:
@@ -288,251 +311,8 @@ def prior_shares(d: pd.DataFrame, languages: list[str], n_boot: int, seed: int =
 
 
 
-@dataclass
-class BmlamaScores:
-    """One BMLAMA benchmark scored by Direct (:func:`bmlama_scores`).
-
-    Attributes:
-        pairs, control: the sampled pairs and their control pairs (``[n, BMLAMA_COLUMNS]``).
-        scored, scored_control: model -> :func:`xcomps_utils.analysis.bmlama_study.scored_pairs` of each.
-        results, control_results: model -> the :class:`xcomps_utils.runs.execute.Results` of the
-            real pairs' run and of the control's.
-    """
-
-    pairs: pd.DataFrame
-    control: pd.DataFrame
-    scored: dict = field(default_factory=dict)
-    scored_control: dict = field(default_factory=dict)
-    results: dict = field(default_factory=dict)
-    control_results: dict = field(default_factory=dict)
-
-
-def _facts(benchmark: str, languages, facts: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``facts`` whole facts a language of ``benchmark`` (``bmlama17``, ``bmlama53``), in the
-    seeded fact order (so fewer facts are the first of more): ``(pairs, control pairs)``, each as
-    :func:`xcomps_utils.pairs.tasks.sample` of its tasks gives them. A language's two tasks are
-    sampled one after the other (the control task reuses the pairs the real one loaded)."""
-    from ..pairs import tasks
-
-    frames: dict[str, list] = {benchmark: [], f"{benchmark}_control": []}
-    for lang in languages:
-        for family, got in frames.items():
-            got.append(tasks.sample([f"{family}:{lang}"], 9 * facts, seed))
-    return tuple(pd.concat(f, ignore_index=True) for f in frames.values())
-
-
-def _first_facts(pairs: pd.DataFrame, facts: int, seed: int) -> pd.DataFrame:
-    """The first ``facts`` facts of each task of a :func:`_facts` sample: the pairs a
-    ``facts``-fact sample gives (each fact's place in the order, and its pairs, are the whole
-    file's), taken from the sample instead of the files."""
-    from ..pairs import data, tasks
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", data.SmallSampleWarning)  # fewer facts: all of them
-        return pd.concat([tasks.sample_units(g, 9 * facts, seed, "item")
-                          for _, g in pairs.groupby("task", sort=False)], ignore_index=True)
-
-
-def bmlama_scores(run: Runner, models: list[str], benchmark: str, languages: list[str],
-                  facts: int, seed: int = 0) -> BmlamaScores:
-    """Sample ``facts`` whole facts a language of ``benchmark`` (``bmlama17``/``bmlama53``; the
-    same facts in every language; as ``n_pairs = 9 * facts`` of the sweep files), their control
-    pairs (task ``<benchmark>_control:<lang>``), and run Direct on both for every model through
-    the chapter's runner (a run the store holds is read).
-
-    Raises:
-        DataError: an unknown language of the benchmark.
-    """
-    from ..analysis import bmlama_study
-
-    pairs, control = _facts(benchmark, languages, facts, seed)
-    out = BmlamaScores(pairs, control)
-    for model in models:
-        res = run(model, pairs, "direct")
-        out.results[model] = res
-        out.scored[model] = bmlama_study.scored_pairs(res.measures, pairs)
-        out.control_results[model] = run(model, control, "direct")
-        out.scored_control[model] = bmlama_study.scored_pairs(
-            out.control_results[model].measures, control)
-    return out
-
-
-def bmlama_cost(scores: dict[str, BmlamaScores], facts_at: dict[str, int]) -> pd.DataFrame:
-    """What the BMLAMA runs cost where they were computed, and what another size would: per
-    benchmark and model, the pairs (real + control), the compute seconds the store recorded,
-    pairs per second, and the minutes ``facts_at[benchmark]`` facts a language would take at
-    that rate (9 pairs a fact, real and control).
-
-    Args:
-        scores: benchmark -> :func:`bmlama_scores`.
-
-    Returns:
-        one row per benchmark x model (seconds NaN where a run did not record them).
-    """
-    rows = []
-    for b, s in scores.items():
-        n_lang = s.pairs["lang"].nunique()
-        for model, res in s.results.items():
-            secs = [*res.compute_seconds().values(),
-                    *s.control_results[model].compute_seconds().values()]
-            sec = float("nan") if None in secs else float(sum(secs))
-            n = len(s.pairs) + len(s.control)
-            rate = n / sec if sec > 0 else float("nan")
-            rows.append({"benchmark": b, "model": model, "languages": n_lang, "pairs": n,
-                         "compute_s": sec, "pairs_per_s": rate,
-                         "facts_at": facts_at[b],
-                         "minutes_at": 2 * 9 * facts_at[b] * n_lang / rate / 60})
-    return pd.DataFrame(rows)
-
-
-def bmlama_methods(run: Runner, model: str, pairs: pd.DataFrame, methods=("meta", "neuro"),
-                   facts: int | None = None, seed: int = 0) -> pd.DataFrame:
-    """Meta and Neuro on BMLAMA pairs (:func:`bmlama_scores`' ``pairs``), one score a language,
-    for the claims that Direct tracks them across languages.
-
-    ``facts`` keeps the first ``facts`` facts of each language in the seeded order
-    :func:`bmlama_scores` sampled them in (the same ``seed``): a subset of the same facts, since
-    whole facts are taken in one order (:func:`xcomps_utils.pairs.tasks.sample`); ``None`` keeps
-    every pair.
-
-    Meta: accuracy over the decided pairs whose distractor is not also true (the gold's answer
-    above the distractor's, each averaged over the two candidate orders of the question), with a
-    95% interval resampling facts and the decided pairs. Neuro: the probe's nested balanced
-    accuracy over a language's sentences (one probe a language, ``probe_by=[["lang"]]``; folds
-    keep each prompt whole; chance 0.5), its p against its own permutation draws adjusted over
-    the languages (max-T), and the sentences probed.
-
-    Returns:
-        one row per language: ``meta``, ``meta_low``, ``meta_high``, ``meta_pairs``, ``neuro``,
-        ``neuro_p_adjusted``, ``neuro_sentences`` (those of the methods run).
-
-    Raises:
-        ValueError: Meta on a language without a template (names those with one).
-    """
-    from ..analysis.stats import accuracy_table
-    from ..analysis.xcomps_paper import pair_table
-    from ..methods import probing
-
-    if facts is not None:
-        first = _first_facts(pairs, facts, seed)
-        if len(first) < len(pairs):
-            pairs = first
-    res = run(model, pairs, list(methods), probe_by=[["lang"]])
-    out = pd.DataFrame(index=pd.Index(sorted(pairs["lang"].unique()), name="lang"))
-    if "meta" in methods:
-        scored = pair_table(res.measures, pairs)
-        scored = scored[~scored["distractor_true"].astype(bool)]
-        acc = accuracy_table(scored.assign(correct=scored["meta_correct"],
-                                           decision=scored["meta_decision"]), by="lang",
-                             item="fact").set_index("lang")
-        out = out.join(acc[["accuracy", "ci_low", "ci_high", "decided"]].rename(columns={
-            "accuracy": "meta", "ci_low": "meta_low", "ci_high": "meta_high",
-            "decided": "meta_pairs"}))
-    if "neuro" in methods:
-        groups = probing.probe_tables(res.wide("neuro"))[1]
-        cols = {"nested_balanced_accuracy": "neuro", "p_adjusted": "neuro_p_adjusted",
-                "n_sentences": "neuro_sentences"}
-        if {"lang", *cols} <= set(groups):   # else no probe: too few sentences
-            out = out.join(groups.set_index("lang")[list(cols)].rename(columns=cols))
-        else:
-            out["neuro"] = float("nan")
-    return out
-
-
-def bmlama_size_summary(power: pd.DataFrame, cost: pd.DataFrame,
-                        morphology: tuple[int, int] | None = None) -> str:
-    """One sentence per benchmark and model saying what this size can decide and what the
-    deciding size costs, read from :func:`xcomps_utils.analysis.bmlama_study.power_table` (with a
-    ``benchmark`` column) and :func:`bmlama_cost` (at the facts needed); with ``morphology``
-    (:func:`bmlama_morphology_to_decide`), a last one on deciding the morphology trend.
-
-    Returns:
-        Markdown, a bullet per row of ``power``.
-    """
-    out = []
-    for _, r in power.iterrows():
-        c = cost[(cost.benchmark == r.benchmark) & (cost.model == r.model)]
-        minutes = float(c.minutes_at.iloc[0]) if len(c) else float("nan")
-        spread = ("within their sampling noise: a single language's place among the others is "
-                  "mostly its sample's at this size (a trend over many languages pools that "
-                  "noise and can still be decided)" if r.between_sd == 0 else
-                  f"beyond their sampling noise (spread {r.between_sd:.3f} once the noise is "
-                  f"removed)")
-        out.append(
-            f"* **{r.benchmark}, {r.model}**: at {r.facts_now} facts a language the languages' "
-            f"accuracies beyond the control differ by a standard deviation of "
-            f"{r.observed_sd:.3f}, with a standard error of {r.mean_se:.3f} each: {spread}. "
-            f"Planned for a spread of {r.planned_sd:.3f}, the deciding size is "
-            f"**{r.facts_needed} facts a language**, where a resource trend of "
-            f"{r.mde_resource_slope:.3f} per tier step is detected with 80% power across "
-            f"{r.languages} languages; at this run's rate that is about {minutes:.0f} minutes "
-            f"of compute for this model."
-            + (f" At this run's {r.facts_now} facts the trend detected with 80% power is "
-               f"{r.mde_resource_slope_now:.3f} per tier step: a smaller one is left "
-               f"inconclusive, not ruled out." if r.facts_now < r.facts_needed
-               else "")
-            + (f" No number of facts goes below {r.mde_resource_slope_limit:.3f}: with every "
-               f"language's error gone, {r.languages} languages detect no smaller trend with 80% "
-               f"power." if "mde_resource_slope_limit" in r else "")
-            + (_deciding_trend(r) if "languages_to_decide_slope" in r else ""))
-    if "languages_to_decide_correlation" in power and len(power):
-        k = int(power["languages_to_decide_correlation"].iloc[0])
-        most = MOST_LANGUAGES
-        out.append(f"* **Direct ~ Neuro and Direct ~ Meta** (a correlation across languages): "
-                   f"deciding one of r = 0.3 either way (found, or a smaller one shown "
-                   f"equivalent) with an 80% chance would take about {k:,} languages measured "
-                   f"without error"
-                   + (f"; no benchmark here has more than {most}: no size of these data decides "
-                      f"it." if k > most else "."))
-    if morphology is not None:
-        k, n_index = morphology
-        most = MOST_LANGUAGES
-        out.append(f"* **The morphology trend over the Grambank index** (BMLAMA-53, {n_index} "
-                   f"languages with a value): deciding one of 0.10 from the index's one end to "
-                   f"the other either way (found, or a smaller one shown equivalent) with an 80% "
-                   f"chance would take about {k:,} languages measured without error, spread "
-                   f"over the index as these are (a plain permutation; the page's, within "
-                   f"families, needs more)"
-                   + (f"; no benchmark here has more than {most}: no size of these data decides "
-                      f"it." if k > min(most, n_index) else "."))
-    return "\n".join(out)
-
-
-def bmlama_morphology_to_decide(index: pd.Series) -> tuple[int, int]:
-    """How many languages would decide the morphology trend either way at the book's smallest
-    trend over a [0, 1] label (``SESOI["span"]``, 0.10 from end to end), spread over the label as
-    ``index`` is (the Grambank share of bound inflection of BMLAMA-53's languages) and around
-    the trend by the least spread the BMLAMA page plans for (0.05), each measured without error
-    (:func:`xcomps_utils.analysis.bmlama_study.languages_to_decide`).
-
-    Returns:
-        ``(languages, languages with a value in index)``.
-    """
-    from ..analysis import bmlama_study, claims
-
-    index = pd.to_numeric(index, errors="coerce").dropna()
-    k = bmlama_study.languages_to_decide(claims.SESOI["span"], claims.SESOI["accuracy"],
-                                         x=index.to_numpy(float))
-    return k, len(index)
-
-
-def _deciding_trend(r) -> str:
-    """The sentence of :func:`bmlama_size_summary` on deciding a resource trend either way."""
-    k, most = int(r.languages_to_decide_slope), MOST_LANGUAGES
-    head = (f" Deciding the trend either way (one of 0.05 per tier step found, a smaller one "
-            f"shown equivalent) with an 80% chance would take about {k:,} languages measured "
-            f"without error")
-    if k > most:
-        return head + f"; no benchmark here has more than {most}: no size of these data does."
-    f = r.get("facts_to_decide_slope", math.inf)
-    return head + (f"; {r.languages} languages would do it at about {int(f):,} facts a "
-                   f"language (the resource trend's test has the equivalence branch at ±0.05)."
-                   if np.isfinite(f) else
-                   f"; {r.languages} languages are too few at any number of facts.")
-
-
 def findings_sizes(confirmatory: pd.DataFrame) -> tuple[str, pd.DataFrame]:
-    """The findings page's deciding sizes: :func:`xcomps_utils.analysis.claims.deciding_sizes`
+    """The findings page's deciding sizes: :func:`xcomps_utils.analysis.report.deciding_sizes`
     of the confirmatory verdict rows, with the items the project's XCOMPS sample holds (a
     language's concept-property items) and, for the claims about languages, how many languages
     would decide them either way at the book's smallest effects
@@ -540,29 +320,31 @@ def findings_sizes(confirmatory: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     without error): a correlation of 0.3 (Direct ~ Neuro), a resource trend of 0.05 per
     tier step over languages spread by 0.05 around it (the least spread the BMLAMA page plans
     for; a wider spread needs more), and a morphology trend of 0.10 over the Grambank index
-    (:func:`bmlama_morphology_to_decide`).
+    (:func:`xcomps_utils.analysis.bmlama_scoring.morphology_to_decide`).
 
     Returns:
         ``(summary, sizes)``: a Markdown sentence counting the outcomes, and the table (what a
         reader looks for first: claim, model, verdict, outcome and why, then n, unit and page).
     """
-    from ..analysis import bmlama_study, claims
+    from ..analysis import bmlama_scoring, bmlama_study, report
+    from ..analysis.families import SESOI
     from ..pairs import bmlama, typology, xcomps
 
     items = xcomps.load_languages(["en"], items_per_language=None)["item"].nunique()
     available = {p: items for p in ("xcomps_results", "xcomps_token_level",
                                     "xcomps_token_level_agreement")}
-    s = claims.SESOI
+    s = SESOI
     r = bmlama_study.languages_to_decide(s["correlation"], kind="correlation")
     index = typology.language_table(bmlama.languages("bmlama53"))["grambank_bound"]
     need = {("bmlama_languages", "resource_trend"):
             bmlama_study.languages_to_decide(s["slope"], s["accuracy"]),
-            ("bmlama_languages", "morphology_trend"): bmlama_morphology_to_decide(index)[0],
+            ("bmlama_languages", "morphology_trend"):
+            bmlama_scoring.morphology_to_decide(index)[0],
             ("bmlama_languages", "direct_tracks_neuro"): r,
             ("xcomps_results", "direct_tracks_neuro"): r}
-    sizes = claims.deciding_sizes(confirmatory, available, languages_to_decide=need)[
+    sizes = report.deciding_sizes(confirmatory, available, languages_to_decide=need)[
         ["claim", "model", "verdict", "outcome", "to decide", "n", "unit", "page"]]
     n = sizes["outcome"].value_counts()
     summary = (f"Of **{len(sizes)} confirmatory tests**: "
-               + "; ".join(f"{o}: {n.get(o, 0)}" for o in claims.SIZE_OUTCOMES) + ".")
+               + "; ".join(f"{o}: {n.get(o, 0)}" for o in report.SIZE_OUTCOMES) + ".")
     return summary, sizes

@@ -117,7 +117,7 @@ def with_states(results, pairs: pd.DataFrame, lang: str, run, store="results"):
         results: the chapter's :class:`~xcomps_utils.runs.execute.Results` with ``"neuro"``.
         pairs: the XCOMPS pairs of that run.
         lang: the language whose states are needed.
-        run: the chapter's run call (:func:`xcomps_utils.pages.chapters.runner`).
+        run: the chapter's run call (:func:`xcomps_utils.pages.chapters.open`).
         store: where to compute the states when ``results`` lacks them (default ``results``,
             the git-ignored local store; a second call reads them from there).
 
@@ -212,7 +212,7 @@ def compare_fold_runs(results, pairs: pd.DataFrame, lang: str, run, n_splits: in
         results: the chapter's :class:`~xcomps_utils.runs.execute.Results` with ``"neuro"``.
         pairs: the XCOMPS pairs of that run.
         lang: the language re-probed.
-        run: the chapter's run call (:func:`xcomps_utils.pages.chapters.runner`, with the
+        run: the chapter's run call (:func:`xcomps_utils.pages.chapters.open`, with the
             chapter's ``store``): it reads the leaking-folds run from there, or computes it
             (the model's states of ``lang``'s sentences, then the probes).
         n_splits, seed: the run's folds and seed, to count the leaks of its folds.

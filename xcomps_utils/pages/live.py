@@ -197,7 +197,7 @@ def claims_html(table: pd.DataFrame, model: str, title: str = "Claims tested", w
     family and its Holm-adjusted p.
 
     Args:
-        table: :func:`xcomps_utils.analysis.claims.claims_table` (``claim``, ``scope``,
+        table: :func:`xcomps_utils.analysis.report.claims_table` (``claim``, ``scope``,
             ``hypothesis``, ``verdict``, ``effect``, ``ci_low``, ``ci_high``, ``null``,
             ``n_items``, ``unit``, ``family``, ``p_adjusted``, ``measure``).
         model: the model(s), for the title.

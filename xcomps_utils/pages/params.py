@@ -105,7 +105,7 @@ class _XcompsLanguages(Chapter):
 
     @model_validator(mode="after")
     def _languages_of_source(self):
-        from .chapters import xcomps_languages
+        from .choices import xcomps_languages
 
         allowed, where = xcomps_languages(self.source)
         try:
@@ -182,7 +182,7 @@ class TokenPerplexityMethod(Chapter):
     @model_validator(mode="after")
     def _in_data(self):
         from ..pairs import tasks
-        from .chapters import wording_ids
+        from .choices import wording_ids
 
         allowed, where = wording_ids(self.task)
         if self.wording not in allowed:

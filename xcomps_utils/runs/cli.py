@@ -148,6 +148,11 @@ def main(debug):
       xcomps-study ls
       xcomps-study verify --repair
     """
+    from .. import paths
+    from .store import log_reads
+
+    if paths.read_log() is not None:  # run inside a chapter's build: log reads with the chapter's
+        log_reads(paths.read_log())
 
 
 @main.command("run")

@@ -59,11 +59,11 @@ import pyarrow.parquet as pq
 from filelock import FileLock, Timeout
 
 from ..errors import NotFound, XcompsError
-from .. import __version__, paths
+from .. import __version__
 from ..pairs.data import file_sha256
 
 __all__ = ["MEASURE_SCHEMA", "MEASURE_COLUMNS", "Store", "Run", "StoreError", "run_id", "reads",
-           "SHIPPED"]
+           "log_reads", "SHIPPED"]
 
 #: One schema for every method's results: the item's identifiers, the method, the measure and its
 #: value (float64; booleans as 0.0/1.0). ``wording``/``order`` are empty and ``layer`` is -1 where
@@ -128,15 +128,32 @@ def _atomic_write(path: Path, write) -> dict:
     return info
 
 
+#: where every read of a run's folder is logged (:func:`log_reads`); None: nowhere
+_read_log: Path | None = None
+
+
+def log_reads(path: str | os.PathLike | None) -> Path | None:
+    """Log every read of a run's folder (its measures, a detail, its arrays) by any
+    :class:`Store` of this process, one JSON line ``{"store", "run", "folder"}`` appended to
+    ``path`` (:func:`reads` reads them back, ``xcomps-study ship --reads`` ships what they name);
+    ``None`` logs nothing. A chapter's entry installs it
+    (:func:`xcomps_utils.pages.chapters.open`, from ``$XCOMPS_READS`` and ``$XCOMPS_CHAPTER``),
+    and so does the command line run inside a chapter's build.
+
+    Returns:
+        the log it replaces (None when there was none).
+    """
+    global _read_log
+    before, _read_log = _read_log, None if path is None else Path(path)
+    return before
+
+
 def _log_read(root: Path, rid: str, folder: str) -> None:
-    """One line ``{"store", "run", "folder"}`` in ``$XCOMPS_READS/<chapter>.jsonl`` when a
-    chapter reads a run's folder (:func:`xcomps_utils.paths.reads_dir`; nothing when it is
-    unset)."""
-    folder_path, chapter = paths.reads_dir(), paths.chapter()
-    if folder_path is None or chapter is None:
+    """One line in the installed read log (:func:`log_reads`; nothing when none is)."""
+    if _read_log is None:
         return
-    folder_path.mkdir(parents=True, exist_ok=True)
-    with open(folder_path / f"{chapter}.jsonl", "a", encoding="utf-8") as f:
+    _read_log.parent.mkdir(parents=True, exist_ok=True)
+    with open(_read_log, "a", encoding="utf-8") as f:
         f.write(json.dumps({"store": str(root.resolve()), "run": rid, "folder": folder})
                 + "\n")
 
@@ -164,7 +181,7 @@ def _read_shipped(root: Path) -> dict:
 
 
 def reads(folder: str | os.PathLike, store: str | os.PathLike | None = None) -> dict:
-    """What chapters read (:func:`_log_read`'s files in ``folder``): ``{run: {folders}}``, of
+    """What chapters read (the :func:`log_reads` files in ``folder``): ``{run: {folders}}``, of
     the store ``store`` only when given (a chapter may also read a store of its own).
 
     Raises:

@@ -1,0 +1,352 @@
+"""Claims as a page prints them: the verdicts table, its labels, the families as run, the
+findings page's tables and what size decides each test.
+
+Text and frames out of :class:`xcomps_utils.analysis.claims.ClaimTest` (or the rows of a verdict
+file, :func:`xcomps_utils.pages.verdicts.read_verdicts`); nothing here reads the environment or
+writes a file (``tests/test_layers.py`` holds every analysis module to that).
+
+* :func:`claims_markdown`: a page's verdicts as one compact Markdown table (the hypothesis, the
+  verdict, the effect and the interval the verdict reads, the units and the scope; the rest a
+  click away); :func:`claims_table` the same tests as a frame, :func:`verdict_label` a verdict as
+  printed;
+* :func:`family_table`: the families as declared
+  (:data:`xcomps_utils.analysis.families.FAMILIES`) and as run;
+* :func:`findings_markdown`, :func:`deciding_sizes`, :func:`deciding_sizes_markdown`: the findings
+  page's tables over every page's verdicts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .claims import ALPHA, NEGLIGIBLE, ClaimTest, margin_verdicts
+from .families import declared_family
+
+__all__ = ["claims_markdown", "claims_table", "family_table", "verdict_label", "SHORT_CLAIM",
+           "findings_markdown", "deciding_sizes", "deciding_sizes_markdown", "MOST_LANGUAGES",
+           "SIZE_OUTCOMES"]
+
+
+def claims_table(tests: list[ClaimTest]) -> pd.DataFrame:
+    """One row per test, the fields of :class:`ClaimTest` plus ``half_width``."""
+    return pd.DataFrame([t.as_dict() for t in tests])
+
+
+def family_table(tests: list[ClaimTest]) -> pd.DataFrame:
+    """The families of ``tests`` as declared (:data:`xcomps_utils.analysis.families.FAMILIES`)
+    and as run: one row per test with ``chapter``, ``family``, ``claim``, ``scope``, ``role``,
+    ``sesoi``, ``unit``, ``n`` and whether the test is decidable by design at this size
+    (``decidable``: its smallest attainable p reaches the level within its family,
+    :func:`xcomps_utils.analysis.families.testable`; else the reason)."""
+    rows = []
+    for t in tests:
+        fam = declared_family(t.family)
+        rows.append({"chapter": fam.chapter if fam else "", "family": t.family,
+                     "claim": t.claim, "scope": t.scope, "role": t.role,
+                     "sesoi": fam.claims.get(t.claim) if fam else t.sesoi, "unit": t.unit,
+                     "n": t.n_items, "family size": t.family_size,
+                     "decidable at this size": "yes" if t.verdict != "cannot be decided"
+                     else f"no: {t.reason}"})
+    return pd.DataFrame(rows)
+
+
+def _p(p: float) -> str:
+    return "n/a" if not np.isfinite(p) else ("< 0.001" if p < 0.001 else f"{p:.3f}")
+
+
+def _interval_words(t: ClaimTest, digits: int) -> str:
+    """The interval of a test, labelled by what it is."""
+    if not (np.isfinite(t.ci_low) and np.isfinite(t.ci_high)):
+        return ""
+    iv = f"[{t.ci_low:.{digits}f}, {t.ci_high:.{digits}f}]"
+    if t.verdict == "cannot be decided":
+        how = ("items resampled, languages fixed" if t.unit == "language"
+               else f"{t.unit}s resampled")
+        return f", description ({how}; not a test) {iv}"
+    text = f", {t.confidence:.0%} CI {iv}"
+    if t.family_size > 1 and np.isfinite(t.adj_low):
+        text += (f" (unadjusted; adjusted for the family, the interval the verdict reads: "
+                 f"[{t.adj_low:.{digits}f}, {t.adj_high:.{digits}f}])")
+    elif t.unit == "language" and not t.inverted:
+        text = f", description (items resampled, languages fixed; not the test) {iv}"
+    return text
+
+
+def verdict_label(t: ClaimTest) -> str:
+    """The verdict as printed: "Supported", "Equivalent within ±0.05", "Cannot be decided with
+    7 languages", ..."""
+    if t.verdict == "cannot be decided":
+        return f"Cannot be decided with {t.n_items} {t.unit}s"
+    if t.verdict == "equivalent":
+        return f"Equivalent within ±{t.margin:g}"
+    if t.verdict == "negligible":
+        return f"Negligible: {NEGLIGIBLE} (±{t.sesoi:g})"
+    return t.verdict.capitalize()
+
+
+#: a hypothesis longer than this is shown without its closing parenthetical in a table's claim
+#: column (the whole of it is in the claim's details)
+SHORT_CLAIM = 90
+
+
+def _cell(text: str) -> str:
+    """Text for one Markdown table cell: one line, ``|`` escaped."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _short(hypothesis: str) -> str:
+    """The hypothesis without a closing parenthetical remark when it is long."""
+    if len(hypothesis) > SHORT_CLAIM and hypothesis.endswith(")") and " (" in hypothesis:
+        return hypothesis[:hypothesis.rindex(" (")]
+    return hypothesis
+
+
+def _effect_cell(t: ClaimTest, digits: int) -> str:
+    """The effect and the interval the verdict reads: the family-adjusted one (*adj.*), else the
+    95% one, or a *description* (not a test) for a test that cannot be decided or whose
+    interval is not the test (languages fixed)."""
+    if not np.isfinite(t.effect):
+        return "cannot be computed"
+    effect = f"{t.effect:.{digits}f}"
+    if not (np.isfinite(t.ci_low) and np.isfinite(t.ci_high)):
+        return effect
+    iv = f"[{t.ci_low:.{digits}f}, {t.ci_high:.{digits}f}]"
+    if t.verdict == "cannot be decided":
+        return f"{effect} *description* {iv}"
+    if t.family_size > 1 and np.isfinite(t.adj_low):
+        return f"{effect} [{t.adj_low:.{digits}f}, {t.adj_high:.{digits}f}] *adj.*"
+    return (f"{effect} *description* {iv}" if t.unit == "language" and not t.inverted
+            else f"{effect} {iv}")
+
+
+def _details(t: ClaimTest, digits: int) -> list[str]:
+    """Everything the table row leaves out, one sentence each: the claim and its measure with
+    both intervals (labelled), the null and the test, the family (role, size, Holm-adjusted p)
+    or the uncorrected p, equivalence, the caveat, why it cannot be decided, and the size that
+    would decide an inconclusive one."""
+    effect = (f"{t.effect:.{digits}f}" if np.isfinite(t.effect)
+              else "cannot be computed on this data")
+    whole = f" *{t.hypothesis}*;" if _short(t.hypothesis) != t.hypothesis else ""
+    out = [f"`{t.claim}`:{whole} {t.measure}: {effect}{_interval_words(t, digits)}, "
+           f"{t.n_items:,} {t.unit}s.", f"Null: {t.null_hypothesis}; {t.test}."]
+    if t.verdict == "cannot be decided":
+        out += [f"Not a test: {t.reason}."] if t.reason else []
+    elif t.family:
+        out.append(f"Family: {t.family} ({t.role}, {t.family_size} test"
+                   f"{'s' if t.family_size != 1 else ''} that can reach the level, Holm), "
+                   f"adjusted two-sided p {_p(t.p_adjusted)} (level {ALPHA}).")
+    else:
+        out.append(f"Uncorrected p {_p(min(t.p_supported, t.p_contradicted))}.")
+    if t.verdict == "negligible":
+        out.append(f"A side is decided, but the interval the verdict reads lies inside ±{t.sesoi:g} "
+                   f"of {t.null:g}, the smallest effect of interest: an effect is shown, and shown "
+                   f"too small to be the one the claim is about.")
+    if t.verdict == "equivalent":
+        out.append(f"The effect is shown within ±{t.margin:g} of {t.null:g} (two one-sided "
+                   f"tests, p {_p(t.p_equivalent)} uncorrected): no effect of the size that "
+                   f"matters.")
+    by_margin = margin_verdicts(t)
+    if len(set(by_margin.values())) > 1:
+        out.append("The verdict depends on the smallest effect of interest: " + ", ".join(
+            f"{v} at ±{m:g}" for m, v in by_margin.items()) + ".")
+    if t.caveat:
+        out.append(f"*Caveat:* {t.caveat}")
+    if t.verdict == "inconclusive":
+        if t.items_needed and t.sesoi and not np.isfinite(t.p_equivalent):
+            out.append(f"Not decided at this size: about {int(t.items_needed):,} {t.unit}s would "
+                       f"decide it either way with an equivalence test within ±{t.sesoi:g}, which "
+                       f"this test does not have: an effect below {t.sesoi:g}, the smallest of "
+                       f"interest, stays undecided at any size.")
+        elif t.items_needed and t.sesoi:
+            out.append(f"Not decided at this size: about {int(t.items_needed):,} {t.unit}s would give "
+                       f"an 80% chance of deciding it (an effect of at least {t.sesoi:g}, the "
+                       f"smallest of interest, or equivalence within ±{t.sesoi:g}).")
+        elif t.unit == "language" and np.isfinite(t.p_equivalent):
+            out.append(f"Not decided with these {t.n_items} languages: neither a trend nor its "
+                       f"absence (within ±{t.margin:g}) yet; more items per language measure "
+                       f"each language more precisely, and the findings page says whether "
+                       f"these languages can decide it either way.")
+        elif t.unit == "language":
+            out.append(f"Not decided with these {t.n_items} languages: a permutation over "
+                       f"languages decides an effect but never its absence, and more items per "
+                       f"language add no language (the findings page says what could decide "
+                       f"it).")
+        else:
+            out.append("Not decided at this size.")
+    return out
+
+
+#: the book's table cells do not wrap (``book/_assets/xcomps.css``); those of a verdict table do,
+#: so that it fits the text column: the table is framed by a ``<div>`` of this class
+_FRAME = ('<div class="xcomps-verdicts"><style>div.cell_output div.xcomps-verdicts table td '
+          '{white-space: normal} div.xcomps-verdicts td details {min-width: 14em}</style>')
+#: the header of :func:`claims_markdown`'s table and the line under it
+_HEADER = "| claim | verdict | effect [interval] | n | scope |\n| --- | --- | --- | --- | --- |"
+_LEGEND = ("*Effect [interval]*: the interval the verdict reads, 95% (*adj.*: at the level "
+           "Holm's correction gave the test in its family); *description*: an interval that is "
+           "not the test. Click a claim for its measure, null, test, family, adjusted p and "
+           "caveat.")
+
+
+def claims_markdown(tests: list[ClaimTest], digits: int = 2) -> str:
+    """The verdicts as one compact Markdown table, a row per test: the claim (its hypothesis,
+    short), the verdict (:func:`verdict_label`), the effect and the interval the verdict reads
+    (labelled *adj.* when adjusted for the family, *description* when it is not a test), the
+    number of units and the scope. Everything else is one click away, in an HTML ``<details>``
+    under the claim (:func:`_details`: the measure, the unadjusted 95% interval, the null and
+    the test, the family, its role and size and the Holm-adjusted p, equivalence, the caveat,
+    why an undecidable claim cannot be decided, the size that could decide an inconclusive
+    one). The table is framed by a ``<div>`` whose cells wrap (:data:`_FRAME`); a legend
+    follows it. No tests: ``""``. It writes nothing: a chapter records its verdicts for the
+    findings page with :func:`xcomps_utils.pages.verdicts.record`.
+    """
+    if not tests:
+        return ""
+    rows = [f"| {_claim_cell(t, digits)} | **{_cell(verdict_label(t))}** | "
+            f"{_effect_cell(t, digits)} | {t.n_items:,} {_cell(t.unit)}s | {_cell(t.scope)} |"
+            for t in tests]
+    return _framed([_HEADER, *rows]) + "\n\n" + _LEGEND
+
+
+def _framed(lines: list[str]) -> str:
+    """A Markdown table (its lines) inside the frame whose cells wrap."""
+    return "\n\n".join([_FRAME, "\n".join(lines), "</div>"])
+
+
+def _claim_cell(t: ClaimTest, digits: int) -> str:
+    """The hypothesis (short), and a click away everything else (:func:`_details`)."""
+    return (f"<details><summary>{_cell(_short(t.hypothesis))}</summary>"
+            f"{_cell('<br>'.join(_details(t, digits)))}</details>")
+
+
+# --- the findings page: every page's verdicts ------------------------------------------------
+
+def findings_markdown(rows: pd.DataFrame, digits: int = 2) -> str:
+    """The rows of :func:`xcomps_utils.pages.verdicts.read_verdicts` as one Markdown table, a
+    row per test: a link to the page that tests it (``{doc}`` to ``/executed/<page>``, as
+    ``book/_toc.yml`` names it), the claim (its hypothesis, short; its details a click away),
+    the model, the verdict, the effect and the interval the verdict reads, the number of units
+    and the scope (as :func:`claims_markdown` prints them). No rows: ``""``."""
+    if rows.empty:
+        return ""
+    lines = ["| page | claim | model | verdict | effect [interval] | n | scope |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    for _, row in rows.iterrows():
+        t = ClaimTest.from_row(row)
+        page = row["page"]
+        lines.append(f"| {{doc}}`{page.replace('_', ' ')} </executed/{page}>` | "
+                     f"{_claim_cell(t, digits)} | {_cell(row['model'])} | "
+                     f"**{_cell(verdict_label(t))}** | {_effect_cell(t, digits)} | "
+                     f"{t.n_items:,} {_cell(t.unit)}s | {_cell(t.scope)} |")
+    return _framed(lines)
+
+
+def deciding_sizes_markdown(sizes: pd.DataFrame) -> str:
+    """The rows of :func:`deciding_sizes` as one Markdown table whose cells wrap (the text
+    column holds it): the claim linked to its page, the model, the verdict, the units behind it,
+    and the outcome in bold with why. No rows: ``""``."""
+    if sizes.empty:
+        return ""
+    lines = ["| claim | model | verdict | n | outcome: why |", "| --- | --- | --- | --- | --- |"]
+    for _, r in sizes.iterrows():
+        page = r["page"]
+        lines.append(f"| {{doc}}`{_cell(r['claim'].replace('_', ' '))} </executed/{page}>` | "
+                     f"{_cell(r['model'])} | {_cell(r['verdict'])} | {int(r['n']):,} "
+                     f"{_cell(r['unit'])}s | **{_cell(r['outcome'])}**"
+                     + ("" if r["to decide"] == r["outcome"] else f": {_cell(r['to decide'])}")
+                     + " |")
+    return _framed(lines)
+
+
+#: the most languages any benchmark of this study holds (BMLAMA-53): a claim about languages that
+#: needs more has no size of the available data that decides it
+MOST_LANGUAGES = 53
+
+#: what :func:`deciding_sizes` says of each test, in its ``outcome`` column
+SIZE_OUTCOMES = ("decided", "more data decides it", "needs an equivalence test",
+                 "undecidable by design")
+
+
+def deciding_sizes(rows: pd.DataFrame, available: dict | None = None,
+                   most_languages: int = MOST_LANGUAGES,
+                   languages_to_decide: dict | None = None) -> pd.DataFrame:
+    """What size decides each test of :func:`xcomps_utils.pages.verdicts.read_verdicts` (issue
+    31's publish sizes): a row per test with ``page``, ``claim``, ``model``, ``verdict``, ``n``
+    (units behind it now), ``unit``, ``outcome`` (one of :data:`SIZE_OUTCOMES`) and ``to
+    decide``, the sentence that says why:
+
+    * a supported, contradicted or equivalent verdict: "decided";
+    * an inconclusive item claim with a smallest effect of interest: about how many items give
+      an 80% chance of deciding it whatever the true effect (``items_needed``): "more data
+      decides it", or undecidable by design when the data hold fewer ("no size of the available
+      data decides it");
+    * an inconclusive claim about languages: how many languages, each measured without error,
+      would decide it either way at the book's smallest effect (``languages_to_decide``, from
+      the design, not from this run's interval): undecidable by design when no benchmark here
+      has that many; otherwise, for a permutation over languages (which decides an effect but
+      never its absence), "needs an equivalence test";
+    * "cannot be decided": undecidable by design, with why no outcome of the test can reach the
+      level at any size of these units (its ``reason``).
+
+    Args:
+        available: page -> the items its data hold at most (the project's XCOMPS sample: 30).
+            An item claim that read them all and needs more is undecidable by design.
+        most_languages: the most languages any benchmark here holds (:data:`MOST_LANGUAGES`).
+        languages_to_decide: ``(page, claim)`` (or ``claim``) -> about how many languages
+            would decide it either way
+            (:func:`xcomps_utils.analysis.bmlama_study.languages_to_decide`).
+    """
+    available = available or {}
+    languages_to_decide = languages_to_decide or {}
+    out = []
+    for _, row in rows.iterrows():
+        v, unit, n = row["verdict"], row["unit"], int(row["n_items"])
+        if v in ("supported", "contradicted", "negligible", "equivalent"):
+            outcome, what = "decided", "decided"
+        elif v == "inconclusive" and unit == "language":
+            k = languages_to_decide.get((row["page"], row["claim"]),
+                                        languages_to_decide.get(row["claim"]))
+            k = int(k) if k is not None and np.isfinite(k) else None
+            p_eq = pd.to_numeric(row.get("p_equivalent"), errors="coerce")
+            how = (f"about {k:,} languages measured without error would decide it either way "
+                   f"at the book's smallest effect (80% chance, with an equivalence test)"
+                   if k is not None else "")
+            if k is not None and k > most_languages:
+                outcome = "undecidable by design"
+                what = (f"{how}; no benchmark here has more than {most_languages} languages: no "
+                        f"size of the available data decides it")
+            elif np.isfinite(p_eq):
+                outcome = "more data decides it"
+                what = ((how + "; these languages do, with more items per language (the page's "
+                         "size planning says how many)") if how else
+                        "more items per language decide it (the page's size planning says how "
+                        "many)")
+            else:
+                outcome = "needs an equivalence test"
+                what = ("a permutation over languages decides an effect but never its absence"
+                        + (f"; {how}, within the {most_languages} languages a benchmark here "
+                           f"has" if k is not None else
+                           "; no smallest effect of interest is declared for this measure"))
+        elif v == "inconclusive":
+            need = pd.to_numeric(row.get("items_needed"), errors="coerce")
+            cap = available.get(row["page"])
+            if np.isfinite(need):
+                what = f"about {int(need):,} {unit}s (80% chance of deciding it either way)"
+                # said only of a test that already read all the data hold (not a smaller sample)
+                if cap is not None and need > cap and n >= cap:
+                    outcome = "undecidable by design"
+                    what += f"; the data hold {int(cap):,}: no size of the available data decides it"
+                else:
+                    outcome = "more data decides it"
+            else:
+                outcome = "needs an equivalence test"
+                what = (f"no smallest effect of interest declared: more {unit}s decide an "
+                        f"effect, never its absence")
+        else:
+            outcome = "undecidable by design"
+            what = f"not by more {unit}s of these: {row.get('reason') or 'too few units'}"
+        out.append({"page": row["page"], "claim": row["claim"], "model": row["model"],
+                    "verdict": v, "n": n, "unit": unit, "outcome": outcome, "to decide": what})
+    return pd.DataFrame(out, columns=["page", "claim", "model", "verdict", "n", "unit",
+                                      "outcome", "to decide"])
