@@ -99,7 +99,7 @@ def test_open_names_a_wrong_chapter_or_parameter_before_anything_is_installed(_e
                                          r"got 'xcomps_results'"):
         chapters.open(_xcomps_results(), "xcomps_results")
     _entry.setenv("XCOMPS_CHAPTER", "xcomps_results")
-    with pytest.raises(params.ParameterError, match="xcomps_results: parameter 'n_boot' must be"):
+    with pytest.raises(params.ParameterError, match="xcomps_results: the 'n_boot' parameter must be"):
         chapters.open(_xcomps_results(n_boot="many"), "xcomps_results")
     with pytest.raises(TypeError, match="'stroe' is not a setting of methods.run"):
         chapters.open(_xcomps_results(), "xcomps_results", stroe="x")

@@ -23,7 +23,7 @@ import pandas as pd
 
 from .. import paths
 from ..declare import out_of, ParameterTypeError
-from ..errors import did_you_mean
+from ..errors import InputError, did_you_mean
 from ..runs import execute as _methods
 from ..runs import store as _store
 from . import params, verdicts
@@ -135,7 +135,7 @@ def open(values: dict, name: str, **settings) -> Runner:
     """
     executed = paths.chapter()
     if executed is not None and executed != name:
-        raise ValueError(f"the 'name' parameter must be the chapter the build executes "
+        raise InputError(f"the 'name' parameter must be the chapter the build executes "
                          f"($XCOMPS_CHAPTER={executed!r}); got {name!r}")
     params.check(values, name)
     fields = params.declaration(name).model_fields

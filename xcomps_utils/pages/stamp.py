@@ -20,6 +20,8 @@ import json
 import sys
 from pathlib import Path
 
+from ..errors import InputError
+
 __all__ = ["PACKAGE", "chapter_stamp"]
 
 #: The checkout's files a chapter's execution depends on besides its source (globs from the root).
@@ -72,7 +74,7 @@ def chapter_stamp(chapter: str, args: list[str], reads: str | Path | None = None
     source = root / "notebooks" / f"{chapter}.md"
     if not source.is_file():
         known = sorted(p.stem for p in (root / "notebooks").glob("*.md"))
-        raise ValueError(f"the 'chapter' parameter must name a notebook of {root / 'notebooks'} "
+        raise InputError(f"the 'chapter' parameter must name a notebook of {root / 'notebooks'} "
                          f"({', '.join(known)}); got {chapter!r}")
     package = sorted({f for pattern in PACKAGE for f in root.glob(pattern)
                       if f.is_file() and "__pycache__" not in f.parts})

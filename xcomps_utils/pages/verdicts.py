@@ -18,6 +18,7 @@ import pandas as pd
 
 from ..analysis.claims import SAVED_FIELDS, VERDICTS, ClaimTest
 from ..analysis.families import chapters_with_claims
+from ..errors import InputError
 
 __all__ = ["VERDICT_COLUMNS", "install", "installed", "record", "read_verdicts",
            "verdict_counts"]
@@ -82,11 +83,11 @@ def record(tests: list[ClaimTest], page: str, models: str | Iterable[str] = (),
             :class:`ClaimTest`.
     """
     if not isinstance(page, str) or not page.isidentifier():
-        raise ValueError(f"the 'page' parameter must be a chapter's name (notebooks/<page>.md); "
+        raise InputError(f"the 'page' parameter must be a chapter's name (notebooks/<page>.md); "
                          f"got {page!r}")
     bad = [type(t).__name__ for t in tests if not isinstance(t, ClaimTest)]
     if bad:
-        raise ValueError(f"the 'tests' parameter must be a list of ClaimTest; got {bad[0]}")
+        raise InputError(f"the 'tests' parameter must be a list of ClaimTest; got {bad[0]}")
     if _folder is None:
         return
     names = _names(models)
@@ -121,7 +122,7 @@ def read_verdicts(folder: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
     for page in pages:
         df = pd.read_csv(files[page])
         if list(df.columns) != VERDICT_COLUMNS:
-            raise ValueError(f"{files[page]}: its columns are not those of a verdict file "
+            raise InputError(f"{files[page]}: its columns are not those of a verdict file "
                              f"(verdicts.VERDICT_COLUMNS): execute the chapter {page!r} again "
                              f"(make {files[page].parent.parent}/{page}.ipynb)")
         frames.append(df)

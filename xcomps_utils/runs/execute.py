@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from ..declare import validate
+from ..errors import InputError
 from ..lm.encoding import fit_context
 from ..methods.base import ID as _ID
 from ..methods.neuro import ShardedStates
@@ -270,7 +271,7 @@ def store_of(specs: list[planner.RunSpec], store: Store | None = None) -> Store 
     if store is not None:
         roots.add(str(store.root.resolve()))
     if len(roots) > 1:
-        raise ValueError(f"the 'specs' parameter must name one results store (that of "
+        raise InputError(f"the 'specs' parameter must name one results store (that of "
                          f"'store' when given); got {sorted(roots)}")
     return store if store is not None or not specs else Store(specs[0].store)
 
