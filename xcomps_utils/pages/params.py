@@ -501,6 +501,29 @@ class Findings(Chapter):
                                         "`$XCOMPS_VERDICTS`, else book/executed/verdicts)")
 
 
+def _results_store(folder: str) -> str:
+    from pathlib import Path
+
+    if not (Path(folder) / "runs").is_dir():
+        raise _Bad("a results store folder (one holding runs/: `xcomps-study ls --store` "
+                   "lists it)", f"{folder!r} holds no runs/")
+    return folder
+
+
+class Models(Chapter):
+    """``notebooks/models.md``."""
+
+    computes: ClassVar[str] = ("every model of the store side by side: Direct, Meta, Neuro, the "
+                               "verdicts (no model; after the chapters whose verdicts it reads)")
+
+    store: Annotated[Text, AfterValidator(_results_store)] = param(
+        "store", "the results store read (its complete runs; nothing is computed)")
+    verdicts: Text | None = param(None, "the folder of the verdicts the chapters wrote (None: "
+                                        "`$XCOMPS_VERDICTS`, else book/executed/verdicts)")
+    n_boot: _at_least(100) = param(1000, N_BOOT, publish=2000, smoke=200)
+    seed: Seed = param(0, "seed of the bootstrap intervals")
+
+
 class Reproducibility(Chapter):
     """``notebooks/reproducibility.md``: no parameters."""
 
@@ -511,7 +534,7 @@ class Reproducibility(Chapter):
 CHAPTERS: dict[str, type[Chapter]] = {
     "bmlama_languages": BmlamaLanguages, "direct_scoring": DirectScoring,
     "findings": Findings, "first_token": FirstToken,
-    "grammar_across_languages": GrammarAcrossLanguages,
+    "grammar_across_languages": GrammarAcrossLanguages, "models": Models,
     "reproducibility": Reproducibility, "token_perplexity_method": TokenPerplexityMethod,
     "token_perplexity_results": TokenPerplexityResults, "xcomps_dataset": XcompsDataset,
     "xcomps_results": XcompsResults, "xcomps_token_level": XcompsTokenLevel,
