@@ -116,7 +116,7 @@ def test_models_page_puts_every_model_of_its_store_side_by_side(tmp_path, store_
     blimp = table[(table["benchmark"] == "blimp")].set_index("model")
     for model in ("gemma-3-270m", "smollm2-135m-instruct"):
         a = blimp.loc[model]
-        assert f"{a['accuracy']:.3f} [{a['ci_low']:.3f}, {a['ci_high']:.3f}]" in direct
+        assert f"{a['accuracy']:.2f} [{a['ci_low']:.2f}, {a['ci_high']:.2f}]" in direct
     assert mc.summary_markdown(table) in page and "**2 models**" in page
     assert 'id="models-neuro"' in page and "`gemma-3-270m`: 2 probe groups" in page
     assert "No chapter wrote a confirmatory verdict in this build." in page

@@ -243,9 +243,9 @@ def side_by_side(table: pd.DataFrame, by=("benchmark", "lang"), digits: int = 3
     """:func:`accuracy` with the models side by side, as a page prints it: one row per row of
     ``by``, its ``pairs``, and per model its accuracy with its interval (``"0.878 [0.862,
     0.892]"``, ``"—"`` where the model has no pair of the row) and its drawn chance level
-    (``"<model>: chance"``, where the table has one); then the ``most accurate`` model and
-    whether its interval lies ``apart`` from (above) every other model's (``"yes"``/``"no"``;
-    empty with one model)."""
+    (``"<model>: chance"``, where the table has one); then, with two models or more, the ``most
+    accurate`` model of the row and whether its interval lies ``apart`` from (above) every other
+    model's (``"yes"``/``"no"``; empty where one model has the row)."""
     by = [by] if isinstance(by, str) else list(by)
     _need(table, [*by, "model", "n", "accuracy", "ci_low", "ci_high", "chance"], "table")
     f = f"{{:.{digits}f}}"
@@ -260,19 +260,20 @@ def side_by_side(table: pd.DataFrame, by=("benchmark", "lang"), digits: int = 3
             for a, lo, hi in zip(t["accuracy"], t["ci_low"], t["ci_high"])]
         if t["chance"].notna().any():
             out[f"{model}: chance"] = ["—" if pd.isna(c) else f"{c:.2f}" for c in t["chance"]]
-    lead = [_leader(keyed.loc[[tuple(r)]] if len(by) > 1 else keyed.loc[[r[0]]])
-            for r in rows.itertuples(index=False)]
-    out["most accurate"] = [m for m, _ in lead]
-    out["apart"] = [("yes" if a else "no") if m else "" for m, a in lead]
+    if table["model"].nunique() > 1:
+        lead = [_leader(keyed.loc[[tuple(r)]] if len(by) > 1 else keyed.loc[[r[0]]])
+                for r in rows.itertuples(index=False)]
+        out["most accurate"] = [m for m, _ in lead]
+        out["apart"] = [("yes" if a else "no") if m else "" for m, a in lead]
     return out
 
 
 def summary_markdown(table: pd.DataFrame, by=("benchmark", "lang")) -> str:
     """What :func:`accuracy`'s table finds, in sentences made from its numbers: the models and
-    rows, which model is the most accurate on how many of the rows two or more models share and
-    on how many of those its interval lies above every other's, and per model how many of its
-    rows lie above their drawn chance level (the interval's low end above the length-only
-    accuracy). No table: one sentence saying so."""
+    rows, then a list: which model is the most accurate on how many of the rows two or more
+    models share and on how many of those its interval lies above every other's, the pairs left
+    out, and per model how many of its rows lie above their drawn chance level (the interval's
+    low end above the length-only accuracy). No table: one sentence saying so."""
     by = [by] if isinstance(by, str) else list(by)
     if table.empty:
         return "The store holds no complete run of this method."
@@ -287,23 +288,23 @@ def summary_markdown(table: pd.DataFrame, by=("benchmark", "lang")) -> str:
         lead = pd.DataFrame([_leader(g) for g in shared], columns=["model", "apart"])
         for model in models:
             wins = lead[lead["model"] == model]
-            text.append(f"`{model}` is the most accurate on **{len(wins)} of the "
+            text.append(f"* `{model}` is the most accurate on **{len(wins)} of the "
                         f"{len(shared)}**, its interval above every other model's on "
                         f"{int(wins['apart'].sum())} of them.")
-        text.append(f"On the other {int((~lead['apart']).sum())} the intervals overlap: the "
+        text.append(f"* On the other {int((~lead['apart']).sum())} the intervals overlap: the "
                     f"data do not order the models there.")
     if "left_out" in table and table["left_out"].sum():
         cut = table[table["left_out"] > 0]
-        text.append(f"{_count(int(cut['left_out'].sum()), 'pair')} that only some of a row's "
+        text.append(f"* {_count(int(cut['left_out'].sum()), 'pair')} that only some of a row's "
                     f"models scored {'is' if cut['left_out'].sum() == 1 else 'are'} left out of "
                     f"{_count(len(cut[by].drop_duplicates()), 'row')}, so that each row "
                     f"compares its models on the same pairs.")
     drawn = table[table["chance"].notna()] if "chance" in table else table.iloc[:0]
     for model, g in drawn.groupby("model", sort=False):
         above = int((g["ci_low"] > g["chance"]).sum())
-        text.append(f"`{model}` lies above its drawn chance level (the interval's low end above "
-                    f"the length-only accuracy) on {above} of its {len(g)} rows.")
-    return " ".join(text)
+        text.append(f"* `{model}` lies above its drawn chance level (the interval's low end "
+                    f"above the length-only accuracy) on {above} of its {len(g)} rows.")
+    return text[0] + "".join(("\n\n" if i == 1 else "\n") + t for i, t in enumerate(text) if i)
 
 
 def neuro_scores(measures: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:

@@ -263,8 +263,8 @@ def claims_html(table: pd.DataFrame, model: str, title: str = "Claims tested", w
     return _html(p, standalone)
 
 
-# Sorts the table of its id on a click on a header: numbers (a cell's leading number) before
-# text, a second click reverses; "—" and other text after the numbers.
+# Sorts the table of its id on a click on a header: by a cell's leading number, else its text,
+# a second click reversing; cells without a number ("—") stay after those with one.
 _SORT_JS = """(function () {
   var t = document.getElementById("%s");
   t.querySelectorAll("thead th").forEach(function (th, i) {
@@ -275,27 +275,31 @@ _SORT_JS = """(function () {
       var key = function (r) { var s = r.cells[i].textContent.trim(), x = parseFloat(s);
                                return isNaN(x) ? [1, s] : [0, x]; };
       Array.from(body.rows).sort(function (a, b) {
-        var x = key(a), y = key(b), c = x[0] - y[0] || (x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0);
-        return up ? c : -c;
+        var x = key(a), y = key(b), c = x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0;
+        return x[0] - y[0] || (up ? c : -c);
       }).forEach(function (r) { body.appendChild(r); });
     });
   });
 })();"""
 
 _SORT_CSS = """<style>
-.xcomps-sortable-box { max-height: %dpx; overflow: auto; border: 1px solid #ddd; }
-.xcomps-sortable { border-collapse: collapse; font-size: 12px; white-space: nowrap; }
-.xcomps-sortable th, .xcomps-sortable td { padding: 2px 6px; border-bottom: 1px solid #eee; }
-.xcomps-sortable thead th { position: sticky; top: 0; background: #f6f6f6; cursor: pointer; }
-.xcomps-sortable thead th[data-order="up"]::after { content: " \\25B2"; }
-.xcomps-sortable thead th[data-order="down"]::after { content: " \\25BC"; }
+div.xcomps-sortable-box { max-height: %dpx; overflow: auto; border: 1px solid #ddd; }
+div.xcomps-sortable-box table.xcomps-sortable { border-collapse: collapse; font-size: 12px;
+  margin: 0; width: auto; }
+div.xcomps-sortable-box table.xcomps-sortable td, div.xcomps-sortable-box table.xcomps-sortable th {
+  padding: 2px 4px; border: 0; border-bottom: 1px solid #eee; text-align: left; }
+div.xcomps-sortable-box table.xcomps-sortable td { white-space: nowrap; }
+div.xcomps-sortable-box table.xcomps-sortable th { position: sticky; top: 0; z-index: 1;
+  background: #f6f6f6; cursor: pointer; vertical-align: bottom; white-space: normal; }
+div.xcomps-sortable-box table.xcomps-sortable th[data-order="up"]::after { content: " \\25B2"; }
+div.xcomps-sortable-box table.xcomps-sortable th[data-order="down"]::after { content: " \\25BC"; }
 </style>"""
 
 
 def sortable_html(table: pd.DataFrame, name: str, height: int = 480) -> str:
     """A table a click on a column's header sorts (by the cell's leading number, else its text;
-    a second click reverses), in a box ``height`` pixels high that scrolls under a fixed
-    header: plain HTML, a few lines of inline script, nothing loaded.
+    a second click reverses; cells without a number stay last), in a box ``height`` pixels high
+    that scrolls under a fixed header: plain HTML, a few lines of inline script, nothing loaded.
 
     Args:
         table: what to show (its index is left out; missing values show as ``"—"``).
