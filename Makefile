@@ -20,11 +20,13 @@ DEV_STAMP := $(VENV)/.installed-dev
 # The stamp of the trimmed copy (see its recipe); a checkout with the whole package gets trimmed.
 MATHJAX := book/_assets/mathjax/.trimmed
 NOTEBOOKS := $(wildcard notebooks/*.md)
-# The findings page reads the verdicts the other chapters print: it is executed last. The longest
-# chapters start first (make -j runs prerequisites in this order), so the short ones fill the
-# other core instead of one long chapter running alone at the end: make book, 249 s -> about 210.
+# The models and findings pages read the verdicts the other chapters print: they are executed
+# last. The longest chapters start first (make -j runs prerequisites in this order), so the short
+# ones fill the other core instead of one long chapter running alone at the end: make book, 249 s
+# -> about 210.
 LONGEST := xcomps_results bmlama_languages grammar_across_languages
-CHAPTERS := $(LONGEST) $(filter-out findings $(LONGEST),$(basename $(notdir $(NOTEBOOKS)))) findings
+LAST := models findings
+CHAPTERS := $(LONGEST) $(filter-out $(LAST) $(LONGEST),$(basename $(notdir $(NOTEBOOKS)))) $(LAST)
 CELL_TIMEOUT ?= 1800
 KERNEL := xcomps-study
 # What converts and executes a chapter (tests/book/test_rebuild.py passes stand-ins).
@@ -127,6 +129,7 @@ VERDICTS = $(abspath $(EXECUTED))/verdicts
 # What each chapter read from the results store (xcomps_utils.paths.reads_dir), for make ship.
 READS = $(abspath $(EXECUTED))/reads
 $(EXECUTED)/findings.ipynb: $(patsubst %,$(EXECUTED)/%.ipynb,$(filter-out findings,$(CHAPTERS)))
+$(EXECUTED)/models.ipynb: $(patsubst %,$(EXECUTED)/%.ipynb,$(filter-out $(LAST),$(CHAPTERS)))
 # The agreement page reads the Direct run the token-level page computes (it would compute it itself,
 # at the same time, if both ran at once: the shard lock makes one wait, but the order is clearer).
 $(EXECUTED)/xcomps_token_level_agreement.ipynb: $(EXECUTED)/xcomps_token_level.ipynb

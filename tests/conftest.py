@@ -108,3 +108,33 @@ def tiny_folder(tmp_path_factory) -> Path:
                 p.normal_(0, 0.3)
     model.save_pretrained(folder)
     return folder
+
+
+@pytest.fixture
+def store_of():
+    """Results stores made of real runs of the shipped store (``store/``): ``store_of(root,
+    runs)`` copies the runs' records, pairs and measures into ``root`` (beside what it holds),
+    ``shipped.json`` naming the folders they were copied without, and returns the
+    :class:`~xcomps_utils.runs.store.Store`."""
+    import json
+    import shutil
+
+    from xcomps_utils.runs.store import SHIPPED, Store
+
+    shipped_store = REPO / "store"
+
+    def copy(root: Path, runs: list[str]):
+        root = Path(root)
+        record = json.loads((shipped_store / SHIPPED).read_text())
+        omitted = (json.loads((root / SHIPPED).read_text())["omitted"]
+                   if (root / SHIPPED).exists() else {})
+        for r in runs:
+            shutil.copytree(shipped_store / "runs" / r, root / "runs" / r)
+            shutil.copytree(shipped_store / "measures" / f"run={r}", root / "measures" / f"run={r}")
+            omitted[r] = sorted({*record["omitted"].get(r, []), *(
+                p.name for p in shipped_store.iterdir()
+                if p.name != "measures" and (p / f"run={r}").is_dir())})
+        (root / SHIPPED).write_text(json.dumps({**record, "omitted": omitted}))
+        return Store(root)
+
+    return copy

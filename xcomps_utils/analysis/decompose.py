@@ -76,9 +76,14 @@ from ..methods.perplexity import normalized_proportion, PERIODS, plain_proportio
 from ..pairs.xcomps import languages
 
 __all__ = ["CATEGORIES", "ConceptSpan", "concept_span", "continuation_logprob", "split_pair",
-           "split_pair_parts", "Decomposition", "decompose_pairs", "proportion_summary", "mismatched_pairs"]
+           "split_pair_parts", "Decomposition", "decompose_pairs", "proportion_summary", "mismatched_pairs",
+           "CONTROL_MARK"]
 
 CATEGORIES = ("prefix", "concept", "property", "period")
+#: what the id of a pair :func:`mismatched_pairs` rebuilt holds between its own id and the id of
+#: the pair its continuation comes from (``"<own>|cont:<other>"``): such a pair is a control,
+#: not one of its task's pairs
+CONTROL_MARK = "|cont:"
 
 
 @dataclass(frozen=True)
@@ -541,7 +546,7 @@ def mismatched_pairs(pairs: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
             row["good"] = heads[i][0] + conts[j]
             row["bad"] = heads[i][1] + conts[j]
             row["continuation_of"] = pairs["pair_id"].iloc[j]
-            row["pair_id"] = f"{pairs['pair_id'].iloc[i]}|cont:{pairs['pair_id'].iloc[j]}"
+            row["pair_id"] = f"{pairs['pair_id'].iloc[i]}{CONTROL_MARK}{pairs['pair_id'].iloc[j]}"
             out.append(row)
     return pd.DataFrame(out).reset_index(drop=True)
 

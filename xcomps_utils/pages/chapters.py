@@ -30,7 +30,7 @@ from . import params, verdicts
 
 __all__ = ["open", "Runner", "runner", "sample_notice",
            "percent_style", "paired_model_difference", "probe_baselines", "XcompsSplit",
-           "xcomps_split", "prior_shares", "findings_sizes"]
+           "xcomps_split", "prior_shares", "findings_sizes", "StoredModels", "stored_models"]
 
 
 def _run_settings() -> tuple[str, ...]:
@@ -348,3 +348,42 @@ def findings_sizes(confirmatory: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     summary = (f"Of **{len(sizes)} confirmatory tests**: "
                + "; ".join(f"{o}: {n.get(o, 0)}" for o in report.SIZE_OUTCOMES) + ".")
     return summary, sizes
+
+
+@dataclass(frozen=True)
+class StoredModels:
+    """What a results store holds, read for the models page (:func:`stored_models`).
+
+    Attributes:
+        runs: :meth:`xcomps_utils.runs.store.Store.runs` of its complete runs.
+        chosen: the Direct and Meta run used per model and task
+            (:func:`xcomps_utils.analysis.model_comparison.choose_runs`).
+        measures: the measures of the chosen runs and of every complete Neuro run (``run``
+            column).
+    """
+
+    runs: pd.DataFrame
+    chosen: pd.DataFrame
+    measures: pd.DataFrame
+
+
+def stored_models(store: str) -> StoredModels:
+    """Every model ``store`` holds: its complete runs, the run used per model, method and task,
+    and the measures of those (no model is loaded; only the chosen runs' results are read, and
+    logged as read for ``make ship``).
+
+    Raises:
+        xcomps_utils.runs.store.StoreError: a damaged run or shard (named, with the repair).
+    """
+    from ..analysis.model_comparison import choose_runs
+    from ..runs.store import Store
+
+    st = Store(store)
+    runs = st.runs()
+    runs = runs[runs["status"] == "complete"].reset_index(drop=True)
+    pairs = [st.run(r).pairs().assign(run=r) for r in runs["run"][runs["method"] != "neuro"]]
+    chosen = choose_runs(runs, pd.concat(pairs, ignore_index=True) if pairs else
+                         pd.DataFrame(columns=["run", "dataset", "task", "lang", "subset",
+                                               "pair_id"]))
+    neuro = runs["run"][runs["method"] == "neuro"].tolist()
+    return StoredModels(runs, chosen, st.measures(list(dict.fromkeys(chosen["run"])) + neuro))

@@ -1,8 +1,8 @@
 """Live figures: the ones a reader filters and hovers, as self-contained HTML written with Bokeh.
 
 Accuracy by cell with its interval and sample size (:func:`accuracy_html`), a probe's curve by
-layer against its permutation null (:func:`probe_layers_html`) and the verdicts of a page's claims
-(:func:`claims_html`). A click on a legend entry hides
+layer against its permutation null (:func:`probe_layers_html`), the verdicts of a page's claims
+(:func:`claims_html`) and a table a click on a column's header sorts (:func:`sortable_html`). A click on a legend entry hides
 or shows that group, hovering a point gives its numbers, and the figures pan and zoom. Like the
 token explorer (:mod:`xcomps_utils.pages.explorer`), they need no server and no network: Bokeh's
 JavaScript is written into the page (:func:`bokeh_js`, once per page). Elsewhere the book's
@@ -16,7 +16,7 @@ import pandas as pd
 
 from ..errors import InputError
 
-__all__ = ["accuracy_html", "probe_layers_html", "claims_html", "bokeh_js"]
+__all__ = ["accuracy_html", "probe_layers_html", "claims_html", "sortable_html", "bokeh_js"]
 
 _PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
             "#7f7f7f", "#bcbd22", "#17becf"]
@@ -73,7 +73,8 @@ def _need(frame: pd.DataFrame, cols: list[str], what: str) -> None:
 
 def accuracy_html(cells: pd.DataFrame, model: str, rows: str = "lang",
                   groups: str | None = "negative_sample_type", chance: float | None = 0.5,
-                  title: str = "Accuracy", width: int = 680, standalone: bool = False) -> str:
+                  title: str = "Accuracy", width: int = 680, standalone: bool = False,
+                  drawn: str | None = None) -> str:
     """Accuracy per cell with its interval, one row per ``rows`` value, one colour per ``groups``
     value (a legend click hides a group), the cell's numbers on hover.
 
@@ -84,6 +85,9 @@ def accuracy_html(cells: pd.DataFrame, model: str, rows: str = "lang",
         model: the model's name, for the title.
         chance: the level drawn as a vertical line (None: none).
         standalone: write Bokeh's JavaScript even if this process already did.
+        drawn: a column of each cell's own chance level (a drawn one:
+            :func:`xcomps_utils.analysis.stats.length_baseline`), marked by a tick of the cell's
+            colour on its row and given on hover (None: none).
 
     Returns:
         HTML: the figure's ``<div>`` and ``<script>`` (and Bokeh's JavaScript the first time).
@@ -96,7 +100,7 @@ def accuracy_html(cells: pd.DataFrame, model: str, rows: str = "lang",
     from bokeh.transform import dodge
 
     _need(cells, [rows, "accuracy", "ci_low", "ci_high", "decided", "n"]
-          + ([groups] if groups else []), "cells")
+          + ([groups] if groups else []) + ([drawn] if drawn else []), "cells")
     d = cells.reset_index(drop=True).copy()
     d[rows] = d[rows].astype(str)
     levels = list(dict.fromkeys(d[rows]))[::-1]
@@ -119,7 +123,8 @@ def accuracy_html(cells: pd.DataFrame, model: str, rows: str = "lang",
             "decided": sub["decided"].fillna(0).astype(int).tolist(),
             "n": sub["n"].fillna(0).astype(int).tolist(),
             "ties": (sub["ties"] + sub["near_ties"]).fillna(0).astype(int).tolist()
-            if {"ties", "near_ties"} <= set(sub) else [0] * len(sub)})
+            if {"ties", "near_ties"} <= set(sub) else [0] * len(sub),
+            "drawn": sub[drawn].astype(float).tolist() if drawn else [np.nan] * len(sub)})
         y = dodge("row", -0.4 + step * (k + 0.5), range=p.y_range)
         color = _PALETTE[k % len(_PALETTE)]
         label = kind or "accuracy"
@@ -127,13 +132,17 @@ def accuracy_html(cells: pd.DataFrame, model: str, rows: str = "lang",
                      alpha=0.6, legend_label=label)
         dot = p.scatter(x="accuracy", y=y, size=8, source=src, color=color, legend_label=label)
         renderers += [bar, dot]
+        if drawn:
+            p.scatter(x="drawn", y=y, source=src, marker="dash", angle=np.pi / 2, size=12,
+                      line_width=2, color=color, alpha=0.9, legend_label=label)
     if chance is not None:
         p.add_layout(Span(location=chance, dimension="height", line_color="#666666",
                           line_dash="dashed", line_width=1))
     p.add_tools(HoverTool(renderers=renderers, tooltips=[
         (rows, "@row"), ("group", "@group"), ("accuracy", "@accuracy{0.000}"),
         ("95% interval", "[@low{0.000}, @high{0.000}]"), ("decided pairs", "@decided"),
-        ("pairs", "@n"), ("ties and near ties", "@ties")]))
+        ("pairs", "@n"), ("ties and near ties", "@ties")]
+        + ([("drawn chance (tick)", "@drawn{0.000}")] if drawn else [])))
     _subtitle(p, model)
     _legend_outside(p, groups or "")
     return _html(p, standalone)
@@ -255,3 +264,59 @@ def claims_html(table: pd.DataFrame, model: str, title: str = "Claims tested", w
     _legend_outside(p, "verdict")
     p.yaxis.major_label_text_font_size = "10px"
     return _html(p, standalone)
+
+
+# Sorts the table of its id on a click on a header: by a cell's leading number, else its text,
+# a second click reversing; cells without a number ("—") stay after those with one.
+_SORT_JS = """(function () {
+  var t = document.getElementById("%s");
+  t.querySelectorAll("thead th").forEach(function (th, i) {
+    th.addEventListener("click", function () {
+      var up = th.getAttribute("data-order") !== "up", body = t.tBodies[0];
+      t.querySelectorAll("thead th").forEach(function (h) { h.removeAttribute("data-order"); });
+      th.setAttribute("data-order", up ? "up" : "down");
+      var key = function (r) { var s = r.cells[i].textContent.trim(), x = parseFloat(s);
+                               return isNaN(x) ? [1, s] : [0, x]; };
+      Array.from(body.rows).sort(function (a, b) {
+        var x = key(a), y = key(b), c = x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0;
+        return x[0] - y[0] || (up ? c : -c);
+      }).forEach(function (r) { body.appendChild(r); });
+    });
+  });
+})();"""
+
+_SORT_CSS = """<style>
+div.xcomps-sortable-box { max-height: %dpx; overflow: auto; border: 1px solid #ddd; }
+div.xcomps-sortable-box table.xcomps-sortable { border-collapse: collapse; font-size: 12px;
+  margin: 0; width: auto; }
+div.xcomps-sortable-box table.xcomps-sortable td, div.xcomps-sortable-box table.xcomps-sortable th {
+  padding: 2px 4px; border: 0; border-bottom: 1px solid #eee; text-align: left; }
+div.xcomps-sortable-box table.xcomps-sortable td { white-space: nowrap; }
+div.xcomps-sortable-box table.xcomps-sortable th { position: sticky; top: 0; z-index: 1;
+  background: #f6f6f6; cursor: pointer; vertical-align: bottom; white-space: normal; }
+div.xcomps-sortable-box table.xcomps-sortable th[data-order="up"]::after { content: " \\25B2"; }
+div.xcomps-sortable-box table.xcomps-sortable th[data-order="down"]::after { content: " \\25BC"; }
+</style>"""
+
+
+def sortable_html(table: pd.DataFrame, name: str, height: int = 480) -> str:
+    """A table a click on a column's header sorts (by the cell's leading number, else its text;
+    a second click reverses; cells without a number stay last), in a box ``height`` pixels high
+    that scrolls under a fixed header: plain HTML, a few lines of inline script, nothing loaded.
+
+    Args:
+        table: what to show (its index is left out; missing values show as ``"—"``).
+        name: the table's HTML id (letters, digits, ``-``, ``_``: unique on its page).
+
+    Raises:
+        ValueError: ``name`` is not such an id.
+    """
+    import re
+
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][\w-]*", name):
+        raise ValueError(f"the 'name' parameter must be an HTML id (a letter, then letters, "
+                         f"digits, '-' or '_'); got {name!r}")
+    html = table.to_html(index=False, table_id=name, classes="xcomps-sortable", border=0,
+                         na_rep="—", escape=True)
+    return (_SORT_CSS % height + f'<div class="xcomps-sortable-box">{html}</div>'
+            + f"<script>{_SORT_JS % name}</script>")

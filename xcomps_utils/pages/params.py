@@ -434,6 +434,29 @@ class Findings(Chapter):
                                         "`$XCOMPS_VERDICTS`, else book/executed/verdicts)")
 
 
+class ModelsPage(Chapter):
+    """``notebooks/models.md``."""
+
+    computes: ClassVar[str] = ("every model of the store side by side: Direct, Meta, Neuro, the "
+                               "verdicts (no model; after the chapters whose verdicts it reads)")
+
+    store: Text = param("store", "the results store read (its complete runs; nothing is computed)")
+    verdicts: Text | None = param(None, "the folder of the verdicts the chapters wrote (None: "
+                                        "`$XCOMPS_VERDICTS`, else book/executed/verdicts)")
+    n_boot: at_least(100) = param(1000, N_BOOT, publish=2000, smoke=200)
+    seed: Seed = param(0, "seed of the bootstrap intervals")
+
+    @model_validator(mode="after")
+    def _a_store(self):
+        from pathlib import Path
+
+        if not (Path(self.store) / "runs").is_dir():
+            raise ParameterError("store", "a results store folder (one holding runs/: "
+                                 "`xcomps-study ls --store` lists it)", self.store,
+                                 f"{self.store!r} holds no runs/")
+        return self
+
+
 class Reproducibility(Chapter):
     """``notebooks/reproducibility.md``: no parameters."""
 
@@ -444,7 +467,7 @@ class Reproducibility(Chapter):
 CHAPTERS: dict[str, type[Chapter]] = {
     "bmlama_languages": BmlamaLanguages, "direct_scoring": DirectScoring,
     "findings": Findings, "first_token": FirstToken,
-    "grammar_across_languages": GrammarAcrossLanguages,
+    "grammar_across_languages": GrammarAcrossLanguages, "models": ModelsPage,
     "reproducibility": Reproducibility, "token_perplexity_method": TokenPerplexityMethod,
     "token_perplexity_results": TokenPerplexityResults, "xcomps_dataset": XcompsDataset,
     "xcomps_results": XcompsResults, "xcomps_token_level": XcompsTokenLevel,
