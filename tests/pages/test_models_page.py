@@ -80,9 +80,9 @@ def test_the_store_parameter_must_be_a_results_store(tmp_path):
     values = {**params.sizes("models"), "store": str(tmp_path / "none")}
     with pytest.raises(params.ParameterError) as err:
         params.check(values, "models")
-    assert str(err.value) == (f"models: parameter 'store' must be a results store folder (one "
-                              f"holding runs/: `xcomps-study ls --store` lists it), got "
-                              f"{str(tmp_path / 'none')!r} (str); {str(tmp_path / 'none')!r} "
+    assert str(err.value) == (f"models: the 'store' parameter must be a results store folder (one "
+                              f"holding runs/: `xcomps-study ls --store` lists it); got "
+                              f"{str(tmp_path / 'none')!r}; {str(tmp_path / 'none')!r} "
                               f"holds no runs/")
 
 

@@ -314,7 +314,7 @@ def sortable_html(table: pd.DataFrame, name: str, height: int = 480) -> str:
     import re
 
     if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z][\w-]*", name):
-        raise ValueError(f"the 'name' parameter must be an HTML id (a letter, then letters, "
+        raise InputError(f"the 'name' parameter must be an HTML id (a letter, then letters, "
                          f"digits, '-' or '_'); got {name!r}")
     html = table.to_html(index=False, table_id=name, classes="xcomps-sortable", border=0,
                          na_rep="—", escape=True)
