@@ -42,7 +42,7 @@ CANNOT_RUN = {
         ("loads Gemma (converted once: up to 80 s) and runs three methods", "parse"),
     ".venv/bin/xcomps-study sweep sweeps/embedded.yaml --executor local":
         ("computes 4 runs of two models: minutes", "--dry-run"),
-    ".venv/bin/papermill build/direct.ipynb build/direct-out.ipynb -p model gemma-3-270m "
+    ".venv/bin/papermill build/direct.ipynb build/direct-out.ipynb -y '{models: [gemma-3-270m]}' "
     "-p n_pairs 20": ("executes a chapter with Gemma: minutes", "--prepare-only"),
     "OMP_NUM_THREADS=1 .venv/bin/python -m pytest -q -n 1 tests/test_readme.py":
         ("runs this test inside itself", "--collect-only"),

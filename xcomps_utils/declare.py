@@ -244,7 +244,7 @@ def _error(err: ValidationError, kind, value, where: str, name: str = "",
             break
     must = words(_at(schema, path, schema))
     hint = ""
-    if isinstance(got, str) and "list of strings" in must:
+    if isinstance(got, str) and ("list of strings" in must or must.startswith("a non-empty list")):
         hint = f"pass a list: {got if got.startswith('[') else f'[{got}]'}"
     return ParameterError(full, must, got, hint, where, noun)
 

@@ -47,7 +47,7 @@ def test_dust_is_read_against_its_drawn_level_in_the_shipped_store(monkeypatch):
     pairs = tasks.sample(page["tasks"], page["n_pairs"], seed=page["seed"])
     run = chapters.runner(store="store", device="auto", dtype="auto", bos_policy="bos",
                           token_budget="auto")
-    res = run(page["model"], pairs, "direct")
+    res = run(page["models"][0], pairs, "direct")
     out = stats.length_baseline(res.wide(), seed=0).set_index("task")
     # SmolLM2's tokenizer: the acceptable DUST sentence is the shorter in most pairs
     assert out.loc["dust", "shorter"] > 0.6 and out.loc["dust", "far_from_chance"]

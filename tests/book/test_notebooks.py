@@ -148,8 +148,7 @@ def test_xcomps_token_level_chapter():
     assert any(v in text for v in ("**Supported**", "**Inconclusive**", "**Contradicted**",
                                    "**Cannot be decided"))
     assert set(_runs_created_by(nb).method) == {"direct"}
-    models = [_parameters(nb)["model"]] + ([_parameters(nb)["compare_model"]]
-                                           if _parameters(nb).get("compare_model") else [])
+    models = _parameters(nb)["models"]
     # per model, the pairs' Direct run and its control (continuations shuffled); the pairs' run
     # is shared with the XCOMPS results page, and whichever of the two pages make executes
     # first computes it
@@ -222,7 +221,7 @@ def test_xcomps_chapters():
     # The token-level page needs the same Direct run: with two chapters executed at once, either
     # page may be the one that computes it, and the other reads it from the store.
     direct = _xcomps_direct_runs()
-    direct = direct[(direct.model == p["model"]) & ~direct.control]
+    direct = direct[(direct.model == p["models"][0]) & ~direct.control]
     assert len(direct) == 1 and direct.pairs.item() == n
     assert {"meta", "neuro"} <= set(runs.index) <= {"meta", "direct", "neuro"}
     assert runs.index.is_unique and set(runs.pairs) == {n}

@@ -95,6 +95,64 @@ def test_make_passes_papermill_the_declared_sizes(chapter, size, tmp_path):
     assert effective == declared
 
 
+def _takes_a_model(annotation) -> bool:
+    """Whether a field's type is, or holds, :data:`xcomps_utils.declare.Model`."""
+    from typing import get_args
+
+    from xcomps_utils import declare
+
+    return annotation is declare.Model or any(_takes_a_model(a) for a in get_args(annotation))
+
+
+def test_no_chapter_declares_a_model_parameter_but_models():
+    """Issue 44 item 1: one model parameter, ``models`` (a list), the same type and meaning on
+    every page that runs a model; ``model``, ``compare_model``, ``methods_model``,
+    ``neuro_model`` are gone from every declaration and parameters cell."""
+    from xcomps_utils import declare
+
+    takers = {}
+    for chapter in CHAPTERS:
+        fields = params.declaration(chapter).model_fields
+        named = [n for n, f in fields.items() if _takes_a_model(f.annotation) or "model" in n]
+        assert named in ([], ["models"]), (chapter, named)
+        assert not [n for n in _parameters_cell(chapter) if "model" in n and n != "models"]
+        if named:
+            takers[chapter] = fields["models"]
+    assert fields is not None and len(takers) == 9, sorted(takers)
+    from pydantic.fields import FieldInfo
+
+    declared = FieldInfo.from_annotation(declare.Models)  # a list, each a model, each once
+    for chapter, field in takers.items():
+        assert (field.annotation, field.metadata) == (declared.annotation, declared.metadata)
+        assert field.description.startswith(params.MODELS), chapter
+    assert _takes_a_model(declare.Models) and not _takes_a_model(declare.Names)
+
+
+@pytest.mark.parametrize("size", ["smoke", "publish"])
+def test_papermill_models_sets_every_chapter_that_declares_them(size, tmp_path):
+    """``--models`` (make's ``MODELS``, the study's models) sets ``models`` on every chapter
+    that declares it, at any size, with the rest of the size as declared; a chapter without it
+    (the models and findings pages, the dataset page) is given what it was given before."""
+    for chapter in CHAPTERS:
+        out = tmp_path / f"{chapter}.yaml"
+        r = subprocess.run([sys.executable, "-m", "xcomps_utils.pages.params", "papermill",
+                            chapter, size, "--store", "S", "--models", "./tiny", "random:x@seed=1",
+                            "--device", "cpu", "--out", str(out)], capture_output=True,
+                           text=True, cwd=REPO)
+        assert r.returncode == 0, r.stderr
+        given = yaml.safe_load(out.read_text())
+        fields = params.declaration(chapter).model_fields
+        plain = params.papermill_parameters(chapter, size, "S")
+        if "models" in fields:
+            assert given.pop("models") == ["./tiny", "random:x@seed=1"], chapter
+            assert "models=['./tiny', 'random:x@seed=1']" in r.stdout
+        else:
+            assert "models" not in given
+        assert given.pop("device", None) == ("cpu" if "device" in fields else None), chapter
+        plain.pop("models", None), plain.pop("device", None)
+        assert given == plain, chapter
+
+
 def test_papermill_parameters_are_the_differences_and_the_store():
     got = params.papermill_parameters("grammar_across_languages", "publish", "store")
     assert got["items_per_task"] == 200 and got["xcomps_items"] is None
@@ -133,8 +191,10 @@ def test_messages_say_what_is_allowed_from_the_declaration(data_dir):
         "device": ("gpu", "must be one of 'auto', 'cpu', 'mps', 'cuda' or 'cuda:N' (N: a GPU's "
                           "index); got 'gpu'"),
         "seed": (-1, "must be an integer from 0 to 4294967295; got -1"),
-        "compare_model": ("", "must be a model: an embedded name (`xcomps-study tasks` lists "
-                              "them), a local folder or a Hugging Face id or None; got ''"),
+        "models": ("gemma-3-270m", "must be a non-empty list, each a model: an embedded name "
+                                   "(`xcomps-study tasks` lists them), a local folder or a "
+                                   "Hugging Face id; got 'gemma-3-270m'; pass a list: "
+                                   "-y '{models: [gemma-3-270m]}'"),
         "tasks": ("dust", "must be a non-empty list of strings; got 'dust'; pass a list: "
                           "-y '{tasks: [dust]}'"),
     }
@@ -184,7 +244,7 @@ def test_a_name_papermill_injected_must_be_declared(data_dir):
     with pytest.raises(params.ParameterError) as err:
         params.check(values, "direct_scoring")
     assert str(err.value).startswith("direct_scoring: 'n_pair' is not a parameter (the "
-                                     "chapter's parameters: model, tasks, n_pairs, ")
+                                     "chapter's parameters: models, tasks, n_pairs, ")
     assert str(err.value).endswith("; did you mean 'n_pairs'?")
     ok = PythonTranslator.codify({"n_pairs": 5}, comment="Parameters")
     params.check({**params.sizes("direct_scoring"), "n_pairs": 5, "In": ["", ok]},
@@ -225,12 +285,12 @@ def test_table_says_which_sizes_the_page_runs_at():
     assert "**smoke sizes** (`make smoke`)" in t.markdown()
     t = params.table(params.sizes("direct_scoring", "publish"), "direct_scoring")
     assert (t.size, t.differences) == ("publish", {})
-    other = {**params.sizes("direct_scoring"), "model": "meta-llama/Llama-3.1-8B-Instruct"}
+    other = {**params.sizes("direct_scoring"), "models": ["meta-llama/Llama-3.1-8B-Instruct"]}
     t = params.table(other, "direct_scoring")
     assert t.size == "default"
-    assert t.differences == {"model": ("meta-llama/Llama-3.1-8B-Instruct",
-                                       "smollm2-135m-instruct")}
-    assert "except `model = 'meta-llama/Llama-3.1-8B-Instruct'`" in t.sentence()
+    assert t.differences == {"models": (["meta-llama/Llama-3.1-8B-Instruct"],
+                                        ["smollm2-135m-instruct", "gemma-3-270m"])}
+    assert "except `models = ['meta-llama/Llama-3.1-8B-Instruct']`" in t.sentence()
     lines = t.markdown().splitlines()
     assert lines[2] == "| parameter | value | what it does | publish (`make book`) |"
     row = next(x for x in lines if x.startswith("| `n_pairs` |"))

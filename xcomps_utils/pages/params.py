@@ -33,7 +33,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..declare import (at_least, BosPolicy, Device, Dtype, Flag, MISSING, Model, Models, Names,
+from ..declare import (at_least, BosPolicy, Device, Dtype, Flag, MISSING, Models, Names,
                        out_of, ParameterError, SampleSize, Seed, Source, Text, TokenBudget,
                        validate, Wordings, words)
 from ..errors import did_you_mean, NotFound
@@ -79,7 +79,11 @@ def param(default, what: str, *, publish=_SAME, smoke=_SAME):
     return Field(default, description=what, **({"json_schema_extra": extra} if extra else {}))
 
 
-MODEL = "the model: an embedded name, a local folder or a Hugging Face id"
+#: What ``models`` is on every page that runs a model (the one model parameter of the book;
+#: ``tests/pages/test_params.py`` holds that no chapter declares another); each page adds its
+#: rule, where not every method of the page runs on every model.
+MODELS = ("the models this page computes and compares (embedded names, local folders or "
+          "Hugging Face ids; `xcomps-study study --model` sets it on every page)")
 DEVICE = "where it runs: 'auto' is CUDA if available, else CPU"
 DTYPE = "precision: 'auto' is bfloat16 on CUDA, float32 on CPU"
 BUDGET = "tokens per forward pass: 'auto' from the device's free memory"
@@ -122,9 +126,10 @@ class _XcompsLanguages(Chapter):
 class DirectScoring(Chapter):
     """``notebooks/direct_scoring.md``."""
 
-    computes: ClassVar[str] = "Direct scoring of BLiMP, CrowS-pairs and DUST pairs, 2 models"
+    computes: ClassVar[str] = "Direct scoring of BLiMP, CrowS-pairs and DUST pairs, each model of `models`"
 
-    model: Model = param(SMOL, MODEL)
+    models: Models = param([SMOL, GEMMA], MODELS + ": the first scores every task, each other "
+                           "the BLiMP pairs beside it", smoke=[SMOL])
     tasks: Tasks = param(["blimp_anaphor", "blimp_animacy", "crows_pairs", "dust"],
                          "the tasks scored (`xcomps-study tasks` lists them)")
     n_pairs: SampleSize = param(150, "pairs per task, a seeded sample (None: all)",
@@ -134,8 +139,6 @@ class DirectScoring(Chapter):
     dtype: Dtype = param("auto", DTYPE)
     seed: Seed = param(0, SEED)
     bos_policy: BosPolicy = param("bos", "first-token convention (the next chapter compares them)")
-    compare_model: Model | None = param(GEMMA, "a second model on the BLiMP pairs (None: skip)",
-                                       smoke=SMOL)
     store: Text = param("results", STORE)
 
     @model_validator(mode="after")
@@ -149,7 +152,7 @@ class FirstToken(Chapter):
 
     computes: ClassVar[str] = "Direct scoring of one BLiMP task under 3 first-token conventions"
 
-    model: Model = param(SMOL, MODEL)
+    models: Models = param([SMOL], MODELS + ": each under the three conventions")
     convention_task: Task = param("blimp_anaphor", "the task scored under the three conventions")
     convention_pairs: at_least(1) = param(300, "pairs scored under each convention",
                                            publish=1000, smoke=12)
@@ -171,7 +174,7 @@ class TokenPerplexityMethod(Chapter):
 
     computes: ClassVar[str] = "token-level perplexity of one pair by hand (4 wordings x 2 orders)"
 
-    model: Model = param(SMOL, MODEL)
+    models: Models = param([SMOL], MODELS + ": the pair is worked through with the first")
     task: Task = param("blimp_anaphor", "the task the pair comes from")
     pair_index: at_least(0) = param(0, "which pair of the task file (0: the first)")
     wording: Text = param("grammatical", "the prompts' wording, one of the task family's")
@@ -200,7 +203,7 @@ class TokenPerplexityResults(Chapter):
 
     computes: ClassVar[str] = "token-level perplexity of 5 tasks x 8 prompt pairs per item, bootstrap claims"
 
-    model: Model = param(SMOL, MODEL)
+    models: Models = param([SMOL], MODELS + ": the page's figures and claims of the first")
     tasks: Tasks = param(["blimp_anaphor", "blimp_animacy", "dust", "crows_pairs", "nonsense"],
                          "the tasks (`xcomps-study tasks` lists them)")
     items_per_task: SampleSize = param(20, "items per task (None: every selected item, "
@@ -240,9 +243,8 @@ class XcompsResults(_XcompsLanguages):
 
     computes: ClassVar[str] = "Meta, Direct and Neuro (probe per layer) on XCOMPS, bootstrap claims"
 
-    model: Model = param(GEMMA, MODEL, smoke=SMOL)
-    compare_model: Model | None = param(SMOL, "a second model for Direct, side by side "
-                                             "(None: skip)")
+    models: Models = param([GEMMA, SMOL], MODELS + ": `methods` on the first, Direct on each "
+                           "other (the claims compare the first two)", smoke=[SMOL])
     source: Source = param("sample", SOURCE)
     languages: Names = param(SEVEN, "the XCOMPS languages scored", smoke=["en", "de"])
     items_per_language: SampleSize = param(24, ITEMS, publish=None, smoke=5)
@@ -260,11 +262,10 @@ class XcompsResults(_XcompsLanguages):
 class XcompsTokenLevel(_XcompsLanguages):
     """``notebooks/xcomps_token_level.md``."""
 
-    computes: ClassVar[str] = "concept vs property tokens of XCOMPS pairs, conditional Direct, 2 models"
+    computes: ClassVar[str] = "concept vs property tokens of XCOMPS pairs, conditional Direct, each model of `models`"
 
-    model: Model = param(GEMMA, MODEL, smoke=SMOL)
-    compare_model: Model | None = param(SMOL, "a second model for the concept-prior share "
-                                             "(None: skip)")
+    models: Models = param([GEMMA, SMOL], MODELS + ": the split, its control and the explorer "
+                           "of the first, the concept-prior share of each", smoke=[SMOL])
     source: Source = param("sample", SOURCE)
     languages: Names = param(SEVEN, "the XCOMPS languages scored", smoke=["en", "de"])
     items_per_language: SampleSize = param(24, ITEMS, publish=None, smoke=5)
@@ -279,9 +280,10 @@ class XcompsTokenLevel(_XcompsLanguages):
 class XcompsTokenLevelAgreement(_XcompsLanguages):
     """``notebooks/xcomps_token_level_agreement.md``."""
 
-    computes: ClassVar[str] = "which XCOMPS items a model knows in every language (reads the Direct run of the token-level page)"
+    computes: ClassVar[str] = "which XCOMPS items each model knows in every language (reads the Direct run of the token-level page)"
 
-    model: Model = param(GEMMA, MODEL, smoke=SMOL)
+    models: Models = param([GEMMA, SMOL], MODELS + ": the agreement claims of each, the tables "
+                           "and figure of the first", smoke=[SMOL])
     source: Source = param("sample", SOURCE)
     languages: Names = param(SEVEN, "the XCOMPS languages compared", smoke=["en", "de"])
     items_per_language: SampleSize = param(24, ITEMS, publish=None, smoke=5)
@@ -296,9 +298,10 @@ class XcompsTokenLevelAgreement(_XcompsLanguages):
 class BmlamaLanguages(Chapter):
     """``notebooks/bmlama_languages.md``."""
 
-    computes: ClassVar[str] = "Direct on BMLAMA-17 and -53 facts and their control frames, 2 models; typology; language-level claims"
+    computes: ClassVar[str] = "Direct on BMLAMA-17 and -53 facts and their control frames, each model of `models`; typology; language-level claims"
 
-    models: Models = param([GEMMA, SMOL], "the models (Direct on both benchmarks)", smoke=[SMOL])
+    models: Models = param([GEMMA, SMOL], MODELS + ": Direct on both benchmarks on each, Meta "
+                           "and Neuro on BMLAMA-17 on the first", smoke=[SMOL])
     languages17: Names | None = param(None, "BMLAMA-17 languages (None: all 17)",
                                       smoke=["en", "fr", "vi", "zh", "ja"])
     languages53: Names | None = param(None, "BMLAMA-53 languages (None: all 53)",
@@ -306,8 +309,6 @@ class BmlamaLanguages(Chapter):
     facts17: at_least(2) = param(10, "facts a language on BMLAMA-17 (9 pairs a fact, the same "
                                       "facts in every language)", publish=70, smoke=2)
     facts53: at_least(2) = param(5, "facts a language on BMLAMA-53", publish=20, smoke=2)
-    methods_model: Model | None = param(GEMMA, "Meta and Neuro on BMLAMA-17 with this model "
-                                              "(None: Direct only)", smoke=SMOL)
     methods_facts: at_least(2) | None = param(
         None, "Meta and Neuro on the first this many of the BMLAMA-17 facts (None: all facts17; "
               "Meta and Neuro cost about a minute a fact on 2 CPU cores)", publish=10)
@@ -348,9 +349,9 @@ class BmlamaLanguages(Chapter):
 class GrammarAcrossLanguages(Chapter):
     """``notebooks/grammar_across_languages.md``."""
 
-    computes: ClassVar[str] = "Direct (sum, mean, per byte), pivot share and Neuro on CLAMS, TurBLiMP, SLING, RuBLiMP, MultiBLiMP and BLiMP, 2 models"
+    computes: ClassVar[str] = "Direct (sum, mean, per byte), pivot share and Neuro on CLAMS, TurBLiMP, SLING, RuBLiMP, MultiBLiMP and BLiMP, each model of `models`"
 
-    models: Models = param([GEMMA, SMOL], "the models")
+    models: Models = param([GEMMA, SMOL], MODELS + ": Direct on each, Neuro on the first")
     clams_languages: Names = param(["en", "de", "fr", "he", "ru"], "CLAMS languages",
                                    smoke=["en", "he"])
     constructions: Names = param(
@@ -380,7 +381,6 @@ class GrammarAcrossLanguages(Chapter):
                                                     "(None: all)", publish=200, smoke=2)
     xcomps_items: SampleSize = param(2, "XCOMPS sample items per language (x 4 negative "
                                                  "types; None: all 30)", publish=None)
-    neuro_model: Model | None = param(GEMMA, "Neuro's model (None: no Neuro)")
     neuro_pairs_per_language: at_least(4) | None = param(12, "pairs probed per language "
                                                               "(None: all)", publish=200, smoke=6)
     neuro_splits: at_least(2) = param(3, "Neuro's outer folds (inner: 2)", publish=5)
@@ -648,27 +648,40 @@ def table(values: dict, chapter: str) -> ParameterTable:
 
 # --- what make passes to papermill ------------------------------------------------------------------
 
-def papermill_parameters(chapter: str, which: str, store: str | None = None) -> dict[str, Any]:
+def papermill_parameters(chapter: str, which: str, store: str | None = None,
+                         **given) -> dict[str, Any]:
     """The parameters ``make`` passes to papermill for ``chapter`` at size ``which``: the declared
     values at that size that differ from the defaults (the parameters cell holds the rest), and
     ``store`` where the chapter declares one and ``store`` is given (where runs go is make's
     ``STORE``, not a size). ``"default"``: none but the store.
+
+    Args:
+        given: values that replace the declared ones where the chapter declares the parameter
+            and the value is not None (make's ``MODELS``, ``DEVICE``, ``DTYPE``: ``models=[...]``
+            sets :data:`MODELS` on every page that runs a model, the study of
+            :mod:`xcomps_utils.pages.study`); a chapter that does not declare it is left as it is.
 
     Raises:
         KeyError: an unknown chapter; ValueError: an unknown size.
     """
     default, at = sizes(chapter), sizes(chapter, which)
     out = {n: v for n, v in at.items() if n not in _NOT_A_SIZE and v != default[n]}
-    if store is not None and "store" in declaration(chapter).model_fields:
+    fields = declaration(chapter).model_fields
+    if store is not None and "store" in fields:
         out["store"] = store
+    for name, value in given.items():
+        if value is not None and name in fields:
+            out[name] = value
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m xcomps_utils.pages.params papermill CHAPTER SIZE [--store DIR] --out FILE``:
-    write the chapter's papermill parameters at SIZE (``default``, ``publish``, ``smoke``) to
-    FILE as YAML (``papermill -f FILE``) and print, in one line, what the chapter computes and
-    with which parameters (make's progress line). ``chapters``: the declared chapters, one a line.
+    """``python -m xcomps_utils.pages.params papermill CHAPTER SIZE [--store DIR] [--models NAME
+    ...] [--device D] [--dtype T] --out FILE``: write the chapter's papermill parameters at SIZE
+    (``default``, ``publish``, ``smoke``) to FILE as YAML (``papermill -f FILE``), ``--models``
+    (and ``--device``, ``--dtype``) set where the chapter declares them, and print, in one line,
+    what the chapter computes and with which parameters (make's progress line). ``chapters``: the
+    declared chapters, one a line.
     """
     import argparse
     import json
@@ -679,13 +692,18 @@ def main(argv: list[str] | None = None) -> int:
     pm.add_argument("chapter", choices=list(CHAPTERS))
     pm.add_argument("size", choices=["default", "publish", "smoke"])
     pm.add_argument("--store", default=None)
+    pm.add_argument("--models", nargs="+", default=None, metavar="NAME",
+                    help="the models of every chapter that declares `models`")
+    pm.add_argument("--device", default=None)
+    pm.add_argument("--dtype", default=None)
     pm.add_argument("--out", required=True)
     sub.add_parser("chapters", help="the declared chapters")
     args = parser.parse_args(argv)
     if args.command == "chapters":
         print("\n".join(CHAPTERS))
         return 0
-    values = papermill_parameters(args.chapter, args.size, args.store)
+    values = papermill_parameters(args.chapter, args.size, args.store, models=args.models,
+                                  device=args.device, dtype=args.dtype)
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(values, f)  # JSON is YAML: papermill -f reads it
         f.write("\n")
