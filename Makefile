@@ -2,6 +2,9 @@
 #   xcomps_utils/pages/params.py),
 #   reading every run from the shipped results store store/ (no model is loaded when it holds them
 #   all; a changed parameter computes only the missing runs, into store/), render to _build/html.
+# make book MODELS="a b" [STORE=dir] [SIZE=smoke|publish]: the study of those models (xcomps-study
+#   study): every chapter with its models set, its runs computed into STORE (default results/),
+#   rendered to build/study/<name>/_build/html.
 # make check: the lint and the fast tier of the tests (no model loaded, no chapter executed), what a
 #   developer runs after each change (under 3 minutes on 2 cores).
 # make test: set up .venv, then everything, each chapter executed once: make check, the whole book
@@ -39,6 +42,15 @@ PAPERMILL ?= $(VENV)/bin/papermill
 SIZE ?= default
 EXECUTED ?= book/executed
 STORE ?= results
+# The models of every chapter that declares `models` (MODELS="a b": the study of those models,
+# `make book MODELS=...`, `xcomps-study study`), and where they run (DEVICE, DTYPE, where a chapter
+# declares them); empty: each chapter's declared values.
+MODELS ?=
+DEVICE ?=
+DTYPE ?=
+# Where a chapter's converted notebook and papermill parameters go before it is executed (a
+# study has its own: it may run beside make smoke at the same size).
+NB_DIR ?= build/notebooks-$(SIZE)
 
 # Sizes: each chapter's parameters at the smoke sizes (make smoke: the same chapters and exercises,
 # small enough for CI, a few minutes on 2 CPU cores) and at the publish sizes (make book, make
@@ -108,19 +120,22 @@ $(MATHJAX): package.json package-lock.json
 # chapter no longer in the book left in $(EXECUTED) is removed, and the findings page, which read
 # its verdicts, executed again.
 notebooks: install
-	mkdir -p $(EXECUTED) build/notebooks-$(SIZE)
+	mkdir -p $(EXECUTED) $(NB_DIR)
 	@for f in $(EXECUTED)/*.ipynb $(STAMPS)/* $(VERDICTS)/*.csv $(READS)/*.jsonl; do \
 	  c=$$(basename "$$f"); case " $(CHAPTERS) " in *" $${c%.*} "*) ;; \
 	  *) [ ! -e "$$f" ] || rm -fv "$$f" $(STAMPS)/findings;; esac; done
-	@date +%s > build/notebooks-$(SIZE)/.started
+	@date +%s > $(NB_DIR)/.started
 	@echo "[$(SIZE)] $(N_CHAPTERS) chapters into $(EXECUTED), results store $(STORE)"
 	$(MAKE) --no-print-directory $(if $(filter-out 1,$(JOBS)),-j$(JOBS)) $(CHAPTERS:%=$(EXECUTED)/%.ipynb)
-	@reused=$$(cd $(EXECUTED) && find . -maxdepth 1 -name '*.ipynb' ! -newer $(CURDIR)/build/notebooks-$(SIZE)/.started | sed 's|^./||; s|.ipynb$$||' | sort | xargs); \
-	echo "[$(SIZE)] $(N_CHAPTERS) chapters: $$(( $(N_CHAPTERS) - $$(echo $$reused | wc -w) )) executed in $$(( $$(date +%s) - $$(cat build/notebooks-$(SIZE)/.started) )) s, $$(echo $$reused | wc -w) reused$${reused:+ (inputs unchanged: $$reused)}"
+	@reused=$$(cd $(EXECUTED) && find . -maxdepth 1 -name '*.ipynb' ! -newer $(abspath $(NB_DIR))/.started | sed 's|^./||; s|.ipynb$$||' | sort | xargs); \
+	echo "[$(SIZE)] $(N_CHAPTERS) chapters: $$(( $(N_CHAPTERS) - $$(echo $$reused | wc -w) )) executed in $$(( $$(date +%s) - $$(cat $(NB_DIR)/.started) )) s, $$(echo $$reused | wc -w) reused$${reused:+ (inputs unchanged: $$reused)}"
 
 # What a chapter's papermill parameters follow from besides their declaration (pages/params.py,
-# hashed with the package in its stamp): the size and the results store.
-chapter_args = size=$(SIZE) store=$(STORE)
+# hashed with the package in its stamp): the size, the results store, and the models, device and
+# dtype where given.
+chapter_args = size=$(SIZE) store=$(STORE)$(if $(strip $(MODELS)), "models=$(strip $(MODELS))")$(if $(DEVICE), device=$(DEVICE))$(if $(DTYPE), dtype=$(DTYPE))
+# What PARAMS is told besides the chapter, the size and the store.
+GIVEN = $(if $(strip $(MODELS)),--models $(MODELS)) $(if $(DEVICE),--device $(DEVICE)) $(if $(DTYPE),--dtype $(DTYPE))
 
 # Every chapter writes the verdicts it prints to $(EXECUTED)/verdicts/<chapter>.csv
 # (chapters.open installs pages.verdicts from XCOMPS_VERDICTS and XCOMPS_CHAPTER; the file is made afresh each
@@ -150,15 +165,15 @@ FORCE:
 
 $(CHAPTERS:%=$(EXECUTED)/%.ipynb): $(EXECUTED)/%.ipynb: $(STAMPS)/%
 	@i=$$(printf '%s\n' $(CHAPTERS) | grep -nx '$*' | cut -d: -f1); t0=$$(date +%s); \
-	start=$$(cat build/notebooks-$(SIZE)/.started 2>/dev/null || echo $$t0); \
-	mkdir -p build/notebooks-$(SIZE) && \
-	what=$$($(PARAMS) papermill $* $(SIZE) --store $(STORE) --out build/notebooks-$(SIZE)/$*.yaml) || exit 1; \
+	start=$$(cat $(NB_DIR)/.started 2>/dev/null || echo $$t0); \
+	mkdir -p $(NB_DIR) && \
+	what=$$($(PARAMS) papermill $* $(SIZE) --store $(STORE) $(GIVEN) --out $(NB_DIR)/$*.yaml) || exit 1; \
 	echo "[$(SIZE)] chapter $$i/$(N_CHAPTERS) $* started $$(date +%T): $$what"; \
-	$(JUPYTEXT) --quiet --to ipynb -o build/notebooks-$(SIZE)/$*.ipynb notebooks/$*.md && \
+	$(JUPYTEXT) --quiet --to ipynb -o $(NB_DIR)/$*.ipynb notebooks/$*.md && \
 	rm -f $(VERDICTS)/$*.csv $(READS)/$*.jsonl && \
 	$(PAPERMILL_ENV) XCOMPS_VERDICTS=$(VERDICTS) XCOMPS_READS=$(READS) XCOMPS_CHAPTER=$* $(PAPERMILL) --cwd . -k $(KERNEL) --execution-timeout $(CELL_TIMEOUT) \
-	  --log-output --log-level WARNING --no-progress-bar -f build/notebooks-$(SIZE)/$*.yaml \
-	  build/notebooks-$(SIZE)/$*.ipynb $@ && \
+	  --log-output --log-level WARNING --no-progress-bar -f $(NB_DIR)/$*.yaml \
+	  $(NB_DIR)/$*.ipynb $@ && \
 	$(PY) -m xcomps_utils.pages.stamp $* $(READS)/$*.jsonl $(chapter_args) > $<.new && \
 	mv $<.new $< && touch -r $@ $<; rc=$$?; t1=$$(date +%s); \
 	[ $$rc = 0 ] || rm -f $< $<.new; \
@@ -169,8 +184,27 @@ $(CHAPTERS:%=$(EXECUTED)/%.ipynb): $(EXECUTED)/%.ipynb: $(STAMPS)/%
 # permutations, one process each (a run the store lacks is computed on that core).
 BOOK_JOBS ?= 2
 book: install data-check
+ifeq ($(strip $(MODELS)),)
 	$(MAKE) --no-print-directory notebooks SIZE=publish STORE=$(SHIP_STORE) JOBS=$(BOOK_JOBS)
 	$(MAKE) --no-print-directory render
+else
+	@echo "[study] $(strip $(MODELS)) at $(STUDY_SIZE) size, results store $(STORE), into $(STUDY_DIR)"
+	mkdir -p $(STUDY_DIR)/book && find $(STUDY_DIR)/book -mindepth 1 -maxdepth 1 ! -name executed -exec rm -rf {} +
+	cp -r $(filter-out book/executed,$(wildcard book/*)) $(STUDY_DIR)/book/
+	$(MAKE) --no-print-directory notebooks SIZE=$(STUDY_SIZE) EXECUTED=$(STUDY_DIR)/book/executed STORE=$(STORE) JOBS=$(BOOK_JOBS) NB_DIR=$(STUDY_DIR)/notebooks
+	$(MAKE) --no-print-directory render BOOK_DIR=$(STUDY_DIR)/book OUT=$(CURDIR)/$(STUDY_DIR)
+endif
+
+# The study of MODELS (make book MODELS="a b" [STORE=dir] [SIZE=smoke|publish] [DEVICE=...]
+# [DTYPE=...]; what `xcomps-study study` runs): every chapter executed at STUDY_SIZE (publish
+# unless SIZE is given) with its `models` set to MODELS, every run it needs computed into STORE
+# (resumable: what the store holds is read, a killed run goes on from its shards), into a book of
+# its own, $(STUDY_DIR) (its executed chapters and stamps kept, like make smoke's, so a second
+# `make book MODELS=...` executes only what changed), rendered there; the models page shows
+# every model of STORE. STUDY names the folder (default: the models and the size).
+STUDY_SIZE = $(if $(filter command line environment,$(origin SIZE)),$(SIZE),publish)
+STUDY ?= $(shell $(PY) -m xcomps_utils.pages.study name $(STUDY_SIZE) $(MODELS))
+STUDY_DIR = build/study/$(STUDY)
 
 # The minimal-pair data, before any chapter starts: one line naming XCOMPS_DATA_DIR when it is
 # unset (or wrong) and the pinned files cannot be downloaded (xcomps_utils.pairs.data.check_available).

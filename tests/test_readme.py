@@ -10,7 +10,7 @@ checkout). A command that takes minutes or hours, loads a model or runs the test
 must pass in its place (``make -n``; for ``xcomps-study run``, its words parsed by the command
 line's own click declaration, values included, as it parses them before loading a model; a
 sweep's ``--dry-run``, papermill's ``--prepare-only``, pytest's ``--collect-only``). A command
-that computes or writes (``make``, papermill, pytest, ``xcomps-study run``, ``sweep``, ``ship``,
+that computes or writes (``make``, papermill, pytest, ``xcomps-study run``, ``sweep``, ``study``, ``ship``,
 ``audit``, ``verify --repair``) is never run as printed: it must be in :data:`CANNOT_RUN`, so
 that no printed command ever writes into the shipped ``store/``. ``tests/book/test_commands.py``
 checks the same commands' arguments against the Makefile, the sweep files and the chapters'
@@ -42,6 +42,8 @@ CANNOT_RUN = {
         ("loads Gemma (converted once: up to 80 s) and runs three methods", "parse"),
     ".venv/bin/xcomps-study sweep sweeps/embedded.yaml --executor local":
         ("computes 4 runs of two models: minutes", "--dry-run"),
+    ".venv/bin/xcomps-study study --model gemma-3-270m --size smoke --dry-run":
+        ("plans every chapter's runs: loads every chapter's pairs, a minute or more", "parse"),
     ".venv/bin/papermill build/direct.ipynb build/direct-out.ipynb -y '{models: [gemma-3-270m]}' "
     "-p n_pairs 20": ("executes a chapter with Gemma: minutes", "--prepare-only"),
     "OMP_NUM_THREADS=1 .venv/bin/python -m pytest -q -n 1 tests/test_readme.py":
@@ -97,7 +99,7 @@ def _fresh_env() -> dict:
 
 
 #: what computes or writes, never run as printed (a program, or the command line's subcommand)
-COMPUTES = {"make", "papermill", "pytest", "run", "sweep", "ship", "audit", "--repair"}
+COMPUTES = {"make", "papermill", "pytest", "run", "sweep", "ship", "audit", "--repair", "study"}
 
 
 def _computes(words: list[str]) -> bool:
@@ -137,7 +139,7 @@ def _stand_in(command: str, root: Path) -> str:
     why, stand_in = CANNOT_RUN[_key(command)]
     words = shlex.split(command, comments=True)
     if _program(words).endswith("xcomps-study"):  # its words, by the command line's declaration
-        from xcomps_utils.runs.cli import main
+        from xcomps_utils.pages.study import main  # the console script
 
         args = words[words.index(_program(words)) + 1:]
         with main.make_context("xcomps-study", list(args[:1])) as ctx:

@@ -36,7 +36,7 @@ from papermill.cli import _resolve_type, papermill as papermill_cli
 
 from xcomps_utils.errors import did_you_mean, XcompsError
 from xcomps_utils.pages import params
-from xcomps_utils.runs.cli import main as xcomps_cli
+from xcomps_utils.pages.study import main as xcomps_cli  # the console script: run, ..., study
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = [REPO / "README.md", *sorted((REPO / "book").glob("*.md")),

@@ -28,7 +28,8 @@ from .report import MOST_LANGUAGES
 from .stats import accuracy_table
 from .xcomps_paper import pair_table
 
-__all__ = ["Scores", "score", "cost", "method_scores", "size_summary", "morphology_to_decide"]
+__all__ = ["Scores", "sample_facts", "first_facts", "score", "cost", "method_pairs",
+           "method_scores", "size_summary", "morphology_to_decide"]
 
 
 @dataclass
@@ -51,7 +52,8 @@ class Scores:
     control_results: dict = field(default_factory=dict)
 
 
-def _facts(benchmark: str, languages, facts: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def sample_facts(benchmark: str, languages, facts: int, seed: int = 0
+                 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``facts`` whole facts a language of ``benchmark`` (``bmlama17``, ``bmlama53``), in the
     seeded fact order (so fewer facts are the first of more): ``(pairs, control pairs)``, each as
     :func:`xcomps_utils.pairs.tasks.sample` of its tasks gives them. A language's two tasks are
@@ -65,8 +67,8 @@ def _facts(benchmark: str, languages, facts: int, seed: int) -> tuple[pd.DataFra
     return tuple(pd.concat(f, ignore_index=True) for f in frames.values())
 
 
-def _first_facts(pairs: pd.DataFrame, facts: int, seed: int) -> pd.DataFrame:
-    """The first ``facts`` facts of each task of a :func:`_facts` sample: the pairs a
+def first_facts(pairs: pd.DataFrame, facts: int, seed: int = 0) -> pd.DataFrame:
+    """The first ``facts`` facts of each task of a :func:`sample_facts` sample: the pairs a
     ``facts``-fact sample gives (each fact's place in the order, and its pairs, are the whole
     file's), taken from the sample instead of the files."""
     from ..pairs import data, tasks
@@ -88,7 +90,7 @@ def score(run: Callable, models: list[str], benchmark: str, languages: list[str]
     Raises:
         DataError: an unknown language of the benchmark.
     """
-    pairs, control = _facts(benchmark, languages, facts, seed)
+    pairs, control = sample_facts(benchmark, languages, facts, seed)
     out = Scores(pairs, control)
     for model in models:
         res = run(model, pairs, "direct")
@@ -128,6 +130,17 @@ def cost(scores: dict[str, Scores], facts_at: dict[str, int]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def method_pairs(pairs: pd.DataFrame, facts: int | None = None, seed: int = 0) -> pd.DataFrame:
+    """The pairs :func:`method_scores` runs Meta and Neuro on: ``pairs`` (:func:`score`'s), or
+    the first ``facts`` facts of each language of them (:func:`first_facts`) where that is
+    fewer."""
+    if facts is not None:
+        first = first_facts(pairs, facts, seed)
+        if len(first) < len(pairs):
+            return first
+    return pairs
+
+
 def method_scores(run: Callable, model: str, pairs: pd.DataFrame, methods=("meta", "neuro"),
                   facts: int | None = None, seed: int = 0) -> pd.DataFrame:
     """Meta and Neuro on BMLAMA pairs (:func:`score`'s ``pairs``), one score a language,
@@ -154,10 +167,7 @@ def method_scores(run: Callable, model: str, pairs: pd.DataFrame, methods=("meta
     """
     from ..methods import probing
 
-    if facts is not None:
-        first = _first_facts(pairs, facts, seed)
-        if len(first) < len(pairs):
-            pairs = first
+    pairs = method_pairs(pairs, facts, seed)
     res = run(model, pairs, list(methods), probe_by=[["lang"]])
     out = pd.DataFrame(index=pd.Index(sorted(pairs["lang"].unique()), name="lang"))
     if "meta" in methods:

@@ -53,6 +53,7 @@ from .stats import accuracy_table
 
 __all__ = ["decompose", "pivot_summary", "pivot_table", "pivot_claims", "accuracy_cells",
            "construction_agreement", "grammar_vs_concepts", "chapter_tasks", "sample_pairs",
+           "neuro_pairs",
            "pair_table", "accuracy_by_phenomenon", "convention_decisions", "convention_table",
            "conventions_side_by_side", "CONVENTIONS", "FAMILY_NAMES", "hebrew_join_effect",
            "language_accuracy", "across_language_claims", "CONTRACTS"]
@@ -372,6 +373,14 @@ def sample_pairs(names: list[str], n: int | None, seed: int = 0) -> pd.DataFrame
     pairs.loc[blimp, "lang"] = "en"
     pairs.loc[blimp, "item"] = pairs.loc[blimp, "task"] + ":" + pairs.loc[blimp, "pair_id"]
     return pairs
+
+
+def neuro_pairs(pairs: pd.DataFrame, languages: list[str], per_language: int | None
+                ) -> pd.DataFrame:
+    """The grammar chapter's pairs Neuro probes: the first ``per_language`` pairs of each of
+    ``languages`` (``None``: all of them), languages in sorted order."""
+    return pd.concat([g.head(per_language or len(g)) for _, g in
+                      pairs[pairs["lang"].isin(languages)].groupby("lang")])
 
 
 #: dataset -> the name the chapter's tables give it (``family``)

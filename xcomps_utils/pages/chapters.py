@@ -28,7 +28,7 @@ from ..runs import execute as _methods
 from ..runs import store as _store
 from . import params, verdicts
 
-__all__ = ["open", "Runner", "runner", "sample_notice",
+__all__ = ["open", "Runner", "runner", "run_settings", "sample_notice",
            "percent_style", "paired_model_difference", "probe_baselines", "XcompsSplit",
            "xcomps_split", "prior_shares", "findings_sizes", "StoredModels", "stored_models"]
 
@@ -102,6 +102,15 @@ def runner(**settings) -> Runner:
     return Runner(MappingProxyType(dict(settings)))
 
 
+def run_settings(values: dict, name: str) -> dict:
+    """The chapter's parameters that are settings of :func:`xcomps_utils.runs.execute.run`
+    (``store``, ``device``, ``dtype``, ``token_budget``, ``seed``...): what :func:`open` fixes in
+    the chapter's runner, and what the study's plan of the chapter's runs starts from
+    (:mod:`xcomps_utils.pages.study`)."""
+    fields = params.declaration(name).model_fields
+    return {n: values[n] for n in fields if n in _SETTINGS}
+
+
 def open(values: dict, name: str, **settings) -> Runner:
     """A chapter's entry, in one call after its parameters cell: check its parameters against
     their declaration (:func:`xcomps_utils.pages.params.check`), show them
@@ -138,8 +147,7 @@ def open(values: dict, name: str, **settings) -> Runner:
         raise InputError(f"the 'name' parameter must be the chapter the build executes "
                          f"($XCOMPS_CHAPTER={executed!r}); got {name!r}")
     params.check(values, name)
-    fields = params.declaration(name).model_fields
-    run = runner(**{**{n: values[n] for n in fields if n in _SETTINGS}, **settings})
+    run = runner(**{**run_settings(values, name), **settings})
     _store.log_reads(paths.read_log())
     verdicts.install(paths.verdicts_dir())
     from IPython.display import display

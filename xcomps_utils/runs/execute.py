@@ -75,7 +75,8 @@ from .store import Store, StoreError
 
 __all__ = ["METHODS", "DEFAULT_SHARD_SIZE", "SHARD", "Results", "run", "wide", "prepare_pairs",
            "check_inputs", "ShardedStates", "open_run", "compute_shard", "finish",
-           "execute", "repair", "verify", "pairs_problem", "precheck", "stored", "store_of"]
+           "execute", "repair", "verify", "pairs_problem", "precheck", "stored", "store_of",
+           "specs"]
 
 if TYPE_CHECKING:  # torch is imported where a model is loaded or scored, not to read a store
     from ..lm.models import LanguageModel
@@ -463,6 +464,36 @@ def wide(measures: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def specs(model: str, pairs: pd.DataFrame, methods=(DEFAULT_METHOD,), *,
+          store: str | Path, device="auto", dtype="auto", revision: str | None = None,
+          shard_size: int | None = None, **parameters) -> list[planner.RunSpec]:
+    """The runs :func:`run` makes of the same arguments, one per method, before any model loads:
+    the arguments checked as :func:`run` checks them, then
+    :func:`xcomps_utils.runs.planner.plan` (the one place :func:`run` plans). With the model's
+    identity (:func:`xcomps_utils.runs.planner.identity`, no model loaded) a spec gives the run
+    id; what :mod:`xcomps_utils.pages.study` lists before a study computes anything.
+
+    Args:
+        model: a model name (embedded, folder, hub id, ``random:``).
+        pairs, methods, store, device, dtype, revision, shard_size: as for :func:`run`.
+        parameters: the method parameters of :func:`run` (``bos_policy``, ``token_budget``,
+            ``batch_size``, ``use_chat_template``, ``wordings``, ``probe_by``, ``n_splits``,
+            ``inner_splits``, ``seed``; :class:`~xcomps_utils.methods.config.RunParameters`).
+
+    Raises:
+        ParameterError, InputError: as :func:`run` raises them before any model loads.
+    """
+    from ..declare import check, Device, Dtype, Model
+    from ..methods.config import MethodNames, RunParameters, ShardSize
+
+    methods = check(MethodNames, [methods] if isinstance(methods, str) else methods, "methods")
+    params = validate(RunParameters, parameters)  # the pairs: checked by plan
+    return planner.plan(check(Model, model, "model"), pairs, methods, params, store=store,
+                        shard_size=check(ShardSize, shard_size, "shard_size"),
+                        device=check(Device, device, "device"),
+                        dtype=check(Dtype, dtype, "dtype"), revision=revision)
+
+
 def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=(DEFAULT_METHOD,), *,
         store: str | Store | None = None, device="auto", dtype="auto", revision: str | None = None,
         bos_policy: str = "bos", token_budget: int | str | None = "auto",
@@ -557,9 +588,9 @@ def run(model: str | LanguageModel, pairs: pd.DataFrame, methods=(DEFAULT_METHOD
         lm = lm or planner.load(name, device, dtype, revision)
         prompts = any(_REGISTRY[m].prompts for m in methods)
         pairs = fit_context(lm, pairs, together=prompts, truncate=True)
-    specs = planner.plan(name, pairs, methods, params, store=store.root, shard_size=shard_size,
-                         device=device, dtype=dtype, revision=revision)
-    rows = execute(specs, lm=lm, progress=progress, truncate=truncate, store=store)
+    planned = specs(name, pairs, methods, store=store.root, device=device, dtype=dtype,
+                    revision=revision, shard_size=shard_size, **params)
+    rows = execute(planned, lm=lm, progress=progress, truncate=truncate, store=store)
     runs = {r["method"]: r["run"] for r in rows}
     computed = {r["method"]: r["computed"] for r in rows}
     if lm is None and any(r["opened"] for r in rows):  # loaded by execute (cached)
