@@ -195,7 +195,7 @@ def design(hit: Hit, before: str, after: str) -> str | None:
       took on a named machine, not a result of the study;
     * a **precision**: a number in scientific notation followed by nats, a rounding error or
       tolerance of the scorer (``xcomps_utils.lm.precision``, ``benchmarks/README.md``);
-    * a **declared size**: a count of languages or items that is a dataset's own size
+    * a **declared size**: a count of languages, items or pairs that is a design's own size
       (:func:`declared_sizes`: "BMLAMA-17's 17 languages").
     """
     window = before[-60:] + hit.number + after[:40]
@@ -209,8 +209,6 @@ def design(hit: Hit, before: str, after: str) -> str | None:
         if "e-" in hit.number and _PRECISION.match(after):
             return "a rounding error or tolerance of the scorer, in nats"
     if hit.kind in ("decimal", "percentage") and _COST.match(after):
-        return "a cost in time, bytes or throughput"
-    if hit.kind == "decimal" and re.match(r"^\s?[–-]\s?[\d.]+\s?(?:min|s|h|GB)\b", after):
         return "a cost in time, bytes or throughput"
     if hit.kind == "count":
         noun = re.search(rf"{_COUNTED}$", hit.number).group()
@@ -265,7 +263,7 @@ def result_numbers(stretches: list[Prose]) -> list[Hit]:
 
 
 @pytest.mark.parametrize("page", PAGES, ids=IDS)
-def test_prose_types_no_result(page, data_dir):
+def test_prose_types_no_result(page):
     hits = result_numbers(page_prose(page))
     assert not hits, ("numbers in static prose that the page does not compute (print them from a "
                       "cell, or delete the sentence):\n" + "\n".join(map(str, hits)))
@@ -293,7 +291,7 @@ def _plant(tmp_path: Path, page: str, after: str, sentence: str) -> Path:
     (" Its smallest p is 2/19.", "fraction"),
     (" The family holds eleven claims.", "count"),
 ])
-def test_a_planted_stale_number_is_caught(tmp_path, data_dir, sentence, kind):
+def test_a_planted_stale_number_is_caught(tmp_path, sentence, kind):
     """A result typed into a paragraph of a real page is flagged, whatever its kind; the page
     itself passes (the test above), so the planted sentence is what is caught."""
     page = "notebooks/grammar_across_languages.md"
@@ -307,7 +305,7 @@ def test_a_planted_stale_number_is_caught(tmp_path, data_dir, sentence, kind):
     assert hits[0].line == line, (hits[0], line)
 
 
-def test_a_stale_number_in_a_caption_an_exercise_or_a_heading_is_caught(data_dir):
+def test_a_stale_number_in_a_caption_an_exercise_or_a_heading_is_caught():
     text = ("# Knowledge across 9 languages\n\n"
             "```{code-cell} ipython3\n---\nmystnb:\n  figure:\n    caption: Accuracy, 12 facts a "
             "language.\n    name: fig-x\n---\nplt.show()\n```\n\n"
@@ -318,7 +316,7 @@ def test_a_stale_number_in_a_caption_an_exercise_or_a_heading_is_caught(data_dir
                      ("decimal", "0.07")], kinds
 
 
-def test_what_is_computed_or_designed_passes(data_dir):
+def test_what_is_computed_or_designed_passes():
     """Code, math, inline code, roles and Markdown printed by a cell are not prose; design facts
     pass by their rules."""
     text = ("The value `0.0588` and $p = 2/17$ and {glue:text}`acc:.3f` are not prose.\n\n"
