@@ -12,7 +12,7 @@ for hours (a block sets it with its reader's default, ``N=${N:-500}``, and its p
 
 A command must exit 0, except one that names a model of the hub or a GPU: offline on a CPU it must
 stop with its clear error (:data:`CLEAR_ERROR`: the model is not embedded, not local and the hub is
-not reachable; or no CUDA). :data:`NOT_RUN` lists what cannot run inside a test, each with its
+not reachable; or the device 'cuda' is not available). :data:`NOT_RUN` lists what cannot run inside a test, each with its
 reason. ``tests/book/test_commands.py`` checks the same commands without running them (fast tier).
 """
 
@@ -54,7 +54,7 @@ HUB_OR_GPU = re.compile(r"(?:--model|-p model)\s+(?![./~])[\w.-]+/[\w.-]+|(?:--d
 #: the one clear error such a command stops with offline on a CPU
 CLEAR_ERROR = re.compile(r"not found: it is not an embedded model, not a local folder, and not in "
                          r"the local Hugging Face cache, and the Hugging Face hub is not reachable"
-                         r"|CUDA is not available")
+                         r"|device 'cuda(?::\d+)?' is not available")
 
 
 @dataclass
