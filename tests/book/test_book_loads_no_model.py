@@ -2,7 +2,7 @@
 direct-scoring page (its surprisal-by-hand solution converted SmolLM2), the XCOMPS results
 page (its leaking-folds solution converted Gemma and computed a Neuro run into ``results/``) and
 the reproducibility page (its command-line solution computed 5 pairs into a fresh store),
-executed at their publish parameters (``PUBLISH_*`` of the Makefile, the shipped ``store/``) as
+executed at their publish parameters (declared in ``pages/params.py``; the shipped ``store/``) as
 `make book` executes them: papermill, the project's kernel, the chapter's ``store`` parameter.
 
 They run with an empty user cache (``XCOMPS_CACHE_DIR`` and ``HOME`` in a temporary folder) in a
