@@ -19,6 +19,13 @@ it, against what it names:
   declared, and the project itself is never installed by name (it is not on an index);
 * ``export``: no value reaches outside the checkout (``$(realpath ../shared/data)`` is one
   machine's layout).
+
+A block may set a size in a shell variable with a default (``N=${N:-500}``): the check reads the
+default, as a reader's shell would. And the pages (``book/``, ``notebooks/``) print the programs of
+the project's environment as a fresh shell in the repository root runs them, ``.venv/bin/xcomps-study``
+(``jupytext``, ``papermill``, ...): a bare ``xcomps-study ...`` exits 127 there
+(:func:`test_pages_print_the_form_that_runs_from_the_repository_root`);
+``tests/book/test_printed_commands_run.py`` runs them.
 """
 
 import re
@@ -86,10 +93,11 @@ def _program(words: list[str]) -> str:
     return Path(words[0]).name if words else ""
 
 
-def blocks(page: Path) -> list[Block]:
-    """The shell blocks and the command code spans of a page."""
+def blocks(page: Path, text: str | None = None) -> list[Block]:
+    """The shell blocks and the command code spans of a page (``text``: the page's text, when it
+    is not the file's)."""
     name = str(page.relative_to(REPO))
-    lines = page.read_text(encoding="utf-8").splitlines()
+    lines = (page.read_text(encoding="utf-8") if text is None else text).splitlines()
     out, prose, fence = [], [], None
     for i, line in enumerate(lines, 1):
         stripped = line.strip()
@@ -117,8 +125,16 @@ def blocks(page: Path) -> list[Block]:
     return out
 
 
+#: a shell variable set in a block, with a default the reader's shell takes: ``N=${N:-500}``
+_ASSIGNMENT = re.compile(r"^(\w+)=(?:\$\{\1:-([^}\s]*)\}|([^\s$]*))\s*(?:#.*)?$")
+
+
+def _expand(text: str, variables: dict) -> str:
+    return re.sub(r"\$\{?(\w+)\}?", lambda m: variables.get(m.group(1), m.group(0)), text)
+
+
 def _shell_block(name: str, fence: dict) -> Block:
-    block, pending, first = Block(name, fence["line"]), "", None
+    block, pending, first, variables = Block(name, fence["line"]), "", None, {}
     for i, line in fence["body"]:
         text = line.strip()
         if text.startswith("$ "):
@@ -127,7 +143,12 @@ def _shell_block(name: str, fence: dict) -> Block:
             pending, first = pending + text[:-1] + " ", first or i
             continue
         text, first, pending = pending + text, first or i, ""
-        for words in _split(text):
+        assignment = _ASSIGNMENT.match(text)
+        if assignment:
+            variables[assignment.group(1)] = assignment.group(2) or assignment.group(3) or ""
+            first = None
+            continue
+        for words in _split(_expand(text, variables)):
             block.commands.append(Command(name, first, words))
         first = None
     return block
@@ -398,10 +419,48 @@ def test_the_pages_print_commands_of_every_kind(data_dir):
     assert any("notebooks/reproducibility.md" in c and "papermill build/direct.ipynb" in c
                for c in found)
     assert any(c.startswith("book/teaching.md") and "run meta direct neuro" in c for c in found)
-    assert any(c.startswith("notebooks/direct_scoring.md") and ": papermill" in c for c in found)
+    assert any(c.startswith("notebooks/direct_scoring.md") and ": .venv/bin/papermill" in c
+               for c in found)
     kinds = {_program(c.words) for b in ALL for c in b.commands}
     assert {"xcomps-study", "make", "jupytext", "papermill", "pip"} <= kinds
     assert sum(check_block(b) for b in ALL) >= 60
+
+
+#: The programs of the project's environment (``make install``): a fresh shell in the repository
+#: root finds them under ``.venv/bin/`` only.
+VENV_PROGRAMS = {"xcomps-study", "jupytext", "papermill", "pytest", "otter", "ray", "pip",
+                 "python", "python3", "jupyter-book", "ruff"}
+
+
+def bare_programs(found: list[Block]) -> list[str]:
+    """The commands that call a program of the environment bare (``xcomps-study run ...``): exit
+    127 from the repository root in a fresh shell. A code span of a program and one word names a
+    subcommand ("the runs `xcomps-study run` makes") and is no command."""
+    return [str(cmd) for block in found for cmd in block.commands
+            if cmd.words[0] in VENV_PROGRAMS and not (cmd.inline and len(cmd.words) <= 2)]
+
+
+def test_pages_print_the_form_that_runs_from_the_repository_root():
+    """Issue 45 item 3 (README.md is kept by its own checks)."""
+    found = bare_programs([b for b in ALL if not b.page.startswith("README")])
+    assert not found, ("print the environment's programs as .venv/bin/<program> (a bare one exits "
+                       "127 from the repository root in a fresh shell):\n" + "\n".join(found))
+
+
+def test_a_bare_program_is_caught():
+    text = ("```bash\nN=${N:-500}  # pairs\njupytext --to ipynb -o build/d.ipynb "
+            "notebooks/direct_scoring.md\n.venv/bin/papermill build/d.ipynb build/o.ipynb -p n_pairs "
+            "$N\n```\n\nRun `xcomps-study run direct --task dust --n-pairs 5`; the runs "
+            "`xcomps-study run` makes.\n")
+    found = blocks(REPO / "notebooks" / "direct_scoring.md", text)
+    assert [str(c) for b in found for c in b.commands] == [
+        "notebooks/direct_scoring.md:3: jupytext --to ipynb -o build/d.ipynb notebooks/direct_scoring.md",
+        "notebooks/direct_scoring.md:4: .venv/bin/papermill build/d.ipynb build/o.ipynb -p n_pairs 500",
+        "notebooks/direct_scoring.md:7: xcomps-study run direct --task dust --n-pairs 5",
+        "notebooks/direct_scoring.md:7: xcomps-study run"]
+    assert [s.split(": ")[1].split()[0] for s in bare_programs(found)] == ["jupytext",
+                                                                          "xcomps-study"]
+    assert sum(check_block(b) for b in found) == 4  # the variable's default is what is checked
 
 
 BROKEN = {  # commands that were printed on these pages, and why they cannot run

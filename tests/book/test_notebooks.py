@@ -1,6 +1,6 @@
 """End to end: the chapters at smoke sizes, executed once per `make test`.
 
-`make smoke` executes every chapter (papermill, the parameters SMOKE_<chapter> in the Makefile)
+`make smoke` executes every chapter (papermill, the smoke sizes declared in xcomps_utils/pages/params.py)
 into build/smoke/book/executed/, with its own results store build/smoke/results; `make test` runs
 it before the slow tier, and these tests read those executed notebooks and that store instead of
 executing the chapters again. Run without it (pytest alone, or after a change to a chapter's
@@ -53,7 +53,7 @@ def _errors(nb):
 
 
 def _parameters(nb) -> dict:
-    """What papermill injected (the Makefile's SMOKE_<chapter>)."""
+    """What papermill injected (the chapter's smoke sizes, pages/params.py)."""
     return nb["metadata"]["papermill"]["parameters"]
 
 

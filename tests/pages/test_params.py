@@ -295,6 +295,12 @@ def test_table_says_which_sizes_the_page_runs_at():
     assert lines[2] == "| parameter | value | what it does | publish (`make book`) |"
     row = next(x for x in lines if x.startswith("| `n_pairs` |"))
     assert row == "| `n_pairs` | `150` | pairs per task, a seeded sample (None: all) | `1000` |"
+    # the publish column is what `make book` passes: the shipped store, not the default results/
+    store = next(x for x in lines if x.startswith("| `store` |"))
+    assert store.endswith(f"| `{params.BOOK_STORE!r}` |") and params.BOOK_STORE == "store", store
+    make = (REPO / "Makefile").read_text()
+    assert re.search(rf"^SHIP_STORE \?= {params.BOOK_STORE}$", make, flags=re.M)
+    assert "book: install data-check" in make and "STORE=$(SHIP_STORE)" in make
     assert len(lines) == 4 + len(params.declaration("direct_scoring").model_fields)
     assert t._repr_markdown_() == t.markdown()
     assert params.table({}, "reproducibility").sentence() == "This page has no parameters."

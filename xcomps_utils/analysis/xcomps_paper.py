@@ -397,7 +397,7 @@ def method_tables(scored: pd.DataFrame, probe_groups: pd.DataFrame, langs: list[
                                          values=col, aggfunc="mean").reindex(langs)[NEGATIVE_TYPES]
     if len(probe_groups) and "nested_balanced_accuracy" in probe_groups:
         cells = probe_groups[probe_groups["subset"] != "all"]
-        tables["Neuro (balanced accuracy, nested)"] = cells.pivot_table(
+        tables["Neuro (bal. acc., nested, per type)"] = cells.pivot_table(
             index="lang", columns="subset", values="nested_balanced_accuracy"
         ).reindex(langs).reindex(columns=NEGATIVE_TYPES)
     return tables

@@ -256,7 +256,7 @@ def probe_baselines(by_layer: pd.DataFrame, groups: pd.DataFrame, languages: lis
         "F1, max over layers (biased)": best.f1,
         "F1, nested": g.nested_f1,
         "balanced acc., max over layers (biased)": best.balanced_accuracy,
-        "balanced acc., nested": g.nested_balanced_accuracy,
+        "balanced acc., nested (all types)": g.nested_balanced_accuracy,
         "balanced acc., embeddings (layer 0)": g.layer0_balanced_accuracy,
         "null, best layer 95th pct. (per-layer context)": g.null_max_q95,
         "p vs permutation null": g.p_permutation,

@@ -39,7 +39,7 @@ from ..declare import (at_least, BosPolicy, Device, Dtype, Flag, MISSING, Models
 from ..errors import did_you_mean, NotFound
 from ..pairs.tasks import TaskName, TaskNames
 
-__all__ = ["ParameterError", "Chapter", "CHAPTERS", "param", "declaration", "sizes", "check",
+__all__ = ["ParameterError", "Chapter", "CHAPTERS", "BOOK_STORE", "param", "declaration", "sizes", "check",
            "table", "ParameterTable", "papermill_parameters", "main"]
 
 # The types a chapter's parameters take: those of xcomps_utils.declare (the command line, the
@@ -477,6 +477,10 @@ CHAPTERS: dict[str, type[Chapter]] = {
 #: Where a page writes its runs, not what it computes: left out when sizes are compared.
 _NOT_A_SIZE = ("store",)
 
+#: The results store ``make book`` reads (the Makefile's ``SHIP_STORE``, the store the repository
+#: ships): the publish column of a parameter table shows it as ``store``'s value.
+BOOK_STORE = "store"
+
 
 def declaration(chapter: str) -> type[Chapter]:
     """The parameter model of ``chapter`` (a notebook's name).
@@ -633,7 +637,8 @@ def table(values: dict, chapter: str) -> ParameterTable:
     """
     model = declaration(chapter)
     now = {name: values[name] for name in model.model_fields}
-    publish = sizes(chapter, "publish")
+    publish = {**sizes(chapter, "publish"),
+               **{n: BOOK_STORE for n in _NOT_A_SIZE if n in model.model_fields}}
 
     def differences(which):
         declared = sizes(chapter, which)

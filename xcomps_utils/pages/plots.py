@@ -271,8 +271,8 @@ def plot_probe_layers(by_layer: pd.DataFrame, model: str, by: str = "lang"):
     axes[2].set_ylim(0, 1.02)
     axes[0].legend(fontsize=8, ncol=2, title=f"{by} (sentences)", title_fontsize=8)
     axes[2].xaxis.get_major_locator().set_params(integer=True)
-    fig.suptitle(f"Neuro: logistic-regression probe by layer, {model}\nitem-whole, "
-                 f"concept-disjoint 5-fold cross-validation", fontsize=11)
+    fig.suptitle(f"Neuro: linear (ridge) probe by layer, {model}\nitem-whole, "
+                 f"concept-disjoint cross-validation", fontsize=11)
     fig.tight_layout()
     return fig
 
