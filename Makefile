@@ -76,7 +76,7 @@ JOBS ?= 1
 ONE_CORE := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 XCOMPS_PROBE_JOBS=1
 N_CHAPTERS := $(words $(CHAPTERS))
 
-.PHONY: book render check test audit audit-all data-check smoke smoke-chapters install install-dev notebooks clean publish ship grade colab-notebooks FORCE
+.PHONY: book render check test study-check audit audit-all data-check smoke smoke-chapters install install-dev notebooks clean publish ship grade colab-notebooks FORCE
 .DELETE_ON_ERROR:
 
 install: $(STAMP) $(MATHJAX)
@@ -191,8 +191,8 @@ else
 	@echo "[study] $(strip $(MODELS)) at $(STUDY_SIZE) size, results store $(STORE), into $(STUDY_DIR)"
 	mkdir -p $(STUDY_DIR)/book && find $(STUDY_DIR)/book -mindepth 1 -maxdepth 1 ! -name executed -exec rm -rf {} +
 	cp -r $(filter-out book/executed,$(wildcard book/*)) $(STUDY_DIR)/book/
-	$(MAKE) --no-print-directory notebooks SIZE=$(STUDY_SIZE) EXECUTED=$(STUDY_DIR)/book/executed STORE=$(STORE) JOBS=$(BOOK_JOBS) NB_DIR=$(STUDY_DIR)/notebooks
-	$(MAKE) --no-print-directory render BOOK_DIR=$(STUDY_DIR)/book OUT=$(CURDIR)/$(STUDY_DIR)
+	$(MAKE) --no-print-directory notebooks SIZE=$(STUDY_SIZE) EXECUTED=$(STUDY_DIR)/book/executed STORE=$(STORE) JOBS=$(BOOK_JOBS) NB_DIR=$(STUDY_DIR)/notebooks $(if $(strip $(ONLY)),"CHAPTERS=$(strip $(ONLY)) models")
+	$(if $(strip $(ONLY)),@echo "[study] $(strip $(ONLY)) and models executed (a part of the study: not rendered)",$(MAKE) --no-print-directory render BOOK_DIR=$(STUDY_DIR)/book OUT=$(CURDIR)/$(STUDY_DIR))
 endif
 
 # The study of MODELS (make book MODELS="a b" [STORE=dir] [SIZE=smoke|publish] [DEVICE=...]
@@ -201,7 +201,8 @@ endif
 # (resumable: what the store holds is read, a killed run goes on from its shards), into a book of
 # its own, $(STUDY_DIR) (its executed chapters and stamps kept, like make smoke's, so a second
 # `make book MODELS=...` executes only what changed), rendered there; the models page shows
-# every model of STORE. STUDY names the folder (default: the models and the size).
+# every model of STORE. STUDY names the folder (default: the models and the size). ONLY="a b":
+# those chapters and the models page alone, not rendered (`xcomps-study study --chapter`).
 STUDY_SIZE = $(if $(filter command line environment,$(origin SIZE)),$(SIZE),publish)
 STUDY ?= $(shell $(PY) -m xcomps_utils.pages.study name $(STUDY_SIZE) $(MODELS))
 STUDY_DIR = build/study/$(STUDY)
@@ -261,6 +262,13 @@ test: install-dev
 	$(ONE_CORE) $(PYTEST) -m slow -n $(SLOW_WORKERS) --dist loadfile
 	$(MAKE) --no-print-directory audit
 	$(MAKE) --no-print-directory grade
+
+# The study of a model nobody ships (a tiny Llama folder beside SmolLM2, smoke size): every chapter
+# executed, killed once and resumed, the book rendered, run again computing nothing (tens of
+# minutes on one core). The slow tier runs the same test on the fewest chapters that take every
+# path of a study (tests/pages/test_study.py, PATHS); this is the whole of it, apart from make test.
+study-check: install-dev
+	XCOMPS_STUDY_CHECK=1 $(ONE_CORE) $(PYTEST) -p no:randomly -n 0 tests/pages/test_study.py -k a_study_of_a_model_nobody_ships
 
 # The audit of the shipped results store (AUDIT_STORE, store/, when it holds runs/): verify it,
 # then recompute a seeded sample of its shards from scratch (AUDIT_SAMPLE in all, default and

@@ -166,7 +166,8 @@ def test_makefile_reads_the_chapters_declarations():
     make = (REPO / "Makefile").read_text()
     per_chapter = "|".join(CHAPTERS)
     assert not re.findall(rf"^(?:DESC|SMOKE|PUBLISH)_(?:{per_chapter}) *[:?]?=", make, flags=re.M)
-    assert "$(PARAMS) papermill $* $(SIZE) --store $(STORE)" in make and "-f build/notebooks-$(SIZE)/$*.yaml" in make
+    assert "$(PARAMS) papermill $* $(SIZE) --store $(STORE) $(GIVEN)" in make
+    assert "-f $(NB_DIR)/$*.yaml" in make and "NB_DIR ?= build/notebooks-$(SIZE)" in make
     assert "publish:" in make and "grade:" in make
     assert re.search(r"^test: .*\n(?:\t.*\n)*\t\$\(MAKE\) --no-print-directory grade", make, re.M)
 

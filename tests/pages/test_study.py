@@ -15,7 +15,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -228,85 +227,113 @@ def _reads(executed: Path, chapter: str, store: Path) -> set:
             if r["store"] == str(store.resolve())} if log.is_file() else set()
 
 
+#: The fewest chapters that take every path of a study (the slow tier): the first model's Direct,
+#: Meta and Neuro (Neuro's probes: a finishing step) and the second model's Direct
+#: (xcomps_results), token-level perplexity (token_perplexity_method), and the models page after
+#: them. ``make study-check`` runs every chapter (``XCOMPS_STUDY_CHECK=1``).
+PATHS = ["xcomps_results", "token_perplexity_method"]
+EVERY = os.environ.get("XCOMPS_STUDY_CHECK") == "1"
+
+
 @pytest.mark.slow
 def test_a_study_of_a_model_nobody_ships(tiny_llama, tmp_path, data_dir):
+    """The study command for a tiny Llama folder beside SmolLM2 at smoke size, from a folder
+    outside the checkout: killed once its first chapter is done, run again (the finished chapter
+    reused, no shard computed twice, every chapter executed without an error, the models page
+    showing both models), its plan compared chapter by chapter with the runs each chapter read,
+    and run a third time (nothing executed, the store's files unchanged). On :data:`PATHS` in
+    the slow tier; every chapter, and the book rendered, under ``make study-check``."""
     store = tmp_path / "store"
     models = [str(tiny_llama), SMOL]
+    only = [] if EVERY else [a for c in PATHS for a in ("--chapter", c)]
     args = [str(XCOMPS), "study", "--model", str(tiny_llama), "--model", SMOL, "--size", "smoke",
-            "--store", str(store)]
+            "--store", str(store), *only]
+    pages_expected = len(study.REQUESTS) if EVERY else len(PATHS) + 1
     folder = REPO / "build" / "study" / study.name(models, "smoke")
     executed = folder / "book" / "executed"
     shutil.rmtree(folder, ignore_errors=True)
-    env = _env(XCOMPS_DATA_DIR=str(data_dir))
+    env = _env(XCOMPS_DATA_DIR=str(data_dir), BOOK_JOBS="1")
     # 1. killed once its first chapter is done (run from elsewhere: the checkout is the package's)
     proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    first = None
+    first, seen = None, []
     for line in proc.stdout:
-        done = re.search(r"chapter \d+/13 (\w+) done in", line)
+        seen.append(line)
+        done = re.search(rf"chapter \d+/{pages_expected} (\w+) done in", line)
         if done:
             first = done.group(1)
             os.killpg(proc.pid, signal.SIGKILL)
             break
     proc.wait()
-    assert first is not None, "no chapter finished"
+    assert first is not None, "no chapter finished:\n" + "".join(seen[-40:])
     kept = {f: s for f, s in _files(store).items() if "/done/" in f}
-    assert kept and not (executed / "findings.ipynb").exists()
+    assert kept and not (executed / "models.ipynb").exists()
     # 2. the same command again: what the store holds is read, the finished chapter reused
-    t0 = time.monotonic()
     r = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True)
-    resumed = time.monotonic() - t0
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     assert re.search(r"reused \(inputs unchanged: [\w ]*\b" + first + r"\b", r.stdout)
     assert all(_files(store)[f] == s for f, s in kept.items())  # no shard computed twice
     pages = {p.stem: json.loads(p.read_text()) for p in executed.glob("*.ipynb")}
-    assert len(pages) == 13
+    assert len(pages) == pages_expected
     for name, nb in pages.items():
         errors = [o for c in nb["cells"] for o in c.get("outputs", [])
                   if o.get("output_type") == "error"]
         assert not errors, name
     shown = json.dumps(pages["models"])
     assert str(tiny_llama) in shown and SMOL in shown  # the models page: both models
-    assert (folder / "_build" / "html" / "models.html").is_file()
-    assert f"the study's book: {folder / '_build' / 'html' / 'index.html'}" in r.stdout
+    html = folder / "_build" / "html"
+    if EVERY:
+        assert (html / "models.html").is_file()
+        assert f"the study's book: {html / 'index.html'}" in r.stdout
+    else:
+        assert not html.exists() and "a part of the study: not rendered" in r.stdout
     # 3. the plan names exactly what each chapter read, and the store holds all of it
-    planned = study.plan(models, "smoke", str(store))
+    planned = study.plan(models, "smoke", str(store), chapters_=None if EVERY else PATHS)
     assert (planned["todo"] == 0).all(), planned[planned["todo"] > 0]
     for chapter, g in planned.groupby("chapter"):
         assert set(g["run"]) == _reads(executed, chapter, store), chapter
     assert set(planned["model"]) == set(models)
-    # 4. a third time: nothing computed, nothing executed, only the render
+    # 4. a third time: nothing computed, nothing executed
     before = _files(store)
-    t0 = time.monotonic()
     r = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True)
-    again = time.monotonic() - t0
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    assert "13 chapters: 0 executed" in r.stdout
+    assert f"{pages_expected} chapters: 0 executed" in r.stdout
     assert _files(store) == before
-    print(f"study of {models} at smoke size: first chapter {first} then killed; resumed in "
-          f"{resumed:.0f} s; a third run in {again:.0f} s (nothing computed)")
 
 
-@pytest.mark.slow
-def test_a_dry_run_loads_no_model(tiny_folder, tmp_path, data_dir):
-    """``--dry-run`` of a folder and an embedded model, with the model loader refused in the
-    process (the guard of tests/book/test_book_loads_no_model.py): the plan is printed, every
-    run new, and no loader was called."""
-    import runpy
-
-    guard = runpy.run_path(str(REPO / "tests" / "book" / "test_book_loads_no_model.py"))
-    site, loads = tmp_path / "site", tmp_path / "loads.log"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(guard["SITECUSTOMIZE"])
-    env = _env(XCOMPS_DATA_DIR=str(data_dir), XCOMPS_TEST_LOADS=str(loads),
-               PYTHONPATH=os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+@pytest.mark.usefixtures("data_dir")
+def test_a_dry_run_loads_no_model(tiny_folder, tmp_path, guard):
+    """``--dry-run`` of a folder and an embedded model in a fresh interpreter whose model loader
+    refuses and records every call (the ``guard`` fixture): the plan of the chapters asked for is
+    printed, every run to compute, the folder's rate an estimate scaled from a measured model's,
+    no loader called, nothing written."""
+    s = tmp_path / "s"
     r = subprocess.run([str(XCOMPS), "study", "--model", str(tiny_folder), "--model", SMOL,
-                        "--size", "smoke", "--store", str(tmp_path / "s"), "--dry-run"],
-                       cwd=tmp_path, env=env, capture_output=True, text=True)
+                        "--size", "smoke", "--store", str(s), "--chapter", "first_token",
+                        "--chapter", "xcomps_results", "--dry-run"],
+                       cwd=tmp_path, env=guard.env(_env()), capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert not loads.exists(), loads.read_text()
+    assert not guard.loads()
     out = r.stdout
-    assert re.search(r"\d+ runs, \d+ to compute", out) and "expected compute:" in out
-    assert "chapter" in out and "runs (new/stored)" in out and str(tiny_folder) in out
-    assert "estimate (" in out  # the tiny model: a rate scaled from a measured model's
-    assert not (tmp_path / "s").exists()  # nothing written
+    runs, todo = map(int, re.search(r"(\d+) runs, (\d+) to compute", out).groups())
+    # first_token: 3 BOS conventions x 2 models; xcomps_results: Meta, Direct, Neuro and the
+    # leaking-folds Neuro of the first model, Direct of the second
+    assert (runs, todo) == (11, 11)
+    table = out.split("\n\n")[1].splitlines()
+    assert table[0].split() == ["chapter", "model", "method", "pairs", "runs", "(compute/read)",
+                                "minutes", "rate"]
+    rows = {tuple(line.split()[:3]): line.split()[-1] for line in table[1:]}
+    assert rows[("first_token", str(tiny_folder), "direct")] == "estimate"
+    assert rows[("first_token", SMOL, "direct")] == "measured"
+    assert ("xcomps_results", str(tiny_folder), "neuro") in rows
+    assert f"estimate ({SMOL}'s rate x" in out or "estimate (gemma-3-270m's rate x" in out
+    assert not s.exists()  # nothing written
+
+
+def test_a_chapter_the_study_does_not_have_is_named():
+    r = CliRunner().invoke(study.main, ["study", "--model", SMOL, "--chapter", "first_tokens",
+                                        "--dry-run"])
+    assert r.exit_code == 1
+    (line,) = r.output.strip().splitlines()
+    assert "the 'chapter[0]' parameter must be one of 'xcomps_results', " in line
+    assert r.output.strip().endswith("got 'first_tokens'; did you mean 'first_token'?")

@@ -47,7 +47,8 @@ from ..runs.store import Store
 from . import chapters, params
 
 __all__ = ["Request", "REQUESTS", "requests", "chapter_values", "plan", "rates", "Shape", "shape",
-           "SHAPES", "GPU_THROUGHPUT", "expected_seconds", "summary", "plan_text", "name",
+           "SHAPES", "PAPERS", "GPU_THROUGHPUT", "expected_seconds", "summary", "per_chapter", "weights_gb",
+           "plan_text", "name",
            "book_folder", "checkout", "study_command", "main"]
 
 #: The sizes a study runs at (the declared sizes of :mod:`xcomps_utils.pages.params`).
@@ -360,6 +361,13 @@ SHAPES = {name: Shape.of_config(c) for name, c in {
 }.items()}
 
 
+#: The papers' models: XCOMPS's (Llama-3.1-8B-Instruct, Gemma-3-4B, Mistral-7B, Qwen2.5-7B), then
+#: the token-level perplexity paper's (Llama-3.2-3B); the first runs every method of every page.
+PAPERS = ("meta-llama/Llama-3.1-8B-Instruct", "google/gemma-3-4b-it",
+          "mistralai/Mistral-7B-Instruct-v0.3", "Qwen/Qwen2.5-7B-Instruct",
+          "meta-llama/Llama-3.2-3B")
+
+
 def _base(model: str) -> str:
     """The model whose weights an untrained control ``random:<base>[@seed=N]`` has the shape of."""
     if model.startswith("random:"):
@@ -578,8 +586,9 @@ def plan(models: list[str] | None, size: str, store: str, device: str | None = N
 
 
 def summary(planned: pd.DataFrame) -> pd.DataFrame:
-    """:func:`plan` per chapter, model and method: the pairs of its runs, how many runs are new
-    (anything left to compute) and stored, the expected minutes, and the rate's source (the
+    """:func:`plan` per chapter, model and method: the pairs of its runs, how many runs it
+    computes (anything left) and reads (stored, or computed by a chapter before), the expected
+    minutes, and the rate's source (the
     least certain of its runs': unknown, estimate, measured)."""
     def source(s):
         for word in ("unknown", "estimate", "measured"):
@@ -592,12 +601,33 @@ def summary(planned: pd.DataFrame) -> pd.DataFrame:
     out = g.agg(pairs=("pairs", "sum"), new=("new", "sum"), runs=("run", "size"),
                 minutes=("seconds", lambda s: s.sum(min_count=1) / 60),
                 rate=("source", source)).reset_index()
-    out["runs (new/stored)"] = [f"{n}/{r - n}" for n, r in zip(out["new"], out["runs"])]
+    out["runs (compute/read)"] = [f"{n}/{r - n}" for n, r in zip(out["new"], out["runs"])]
     out.loc[out["new"] == 0, "rate"] = ""
-    return out[["chapter", "model", "method", "pairs", "runs (new/stored)", "minutes", "rate"]]
+    return out[["chapter", "model", "method", "pairs", "runs (compute/read)", "minutes", "rate"]]
 
 
-def _weights_gb(model: str, dtype: str) -> float | None:
+def _minutes(x: float) -> str:
+    return "<0.1" if 0 < x < 0.05 else f"{x:.1f}"
+
+
+def per_chapter(planned: pd.DataFrame) -> pd.DataFrame:
+    """:func:`plan` per chapter: the runs it computes and the expected minutes of compute (one
+    chapter at a time; loading the models not counted), and the least certain rate it rests on
+    (:func:`summary`'s ``rate``). Indexed by chapter, in the plan's order."""
+    table = summary(planned)
+    g = table.groupby("chapter", sort=False)
+    out = pd.DataFrame({
+        "runs to compute": g["runs (compute/read)"].agg(
+            lambda s: sum(int(x.split("/")[0]) for x in s)),
+        "minutes": g["minutes"].sum(min_count=1).round(2),
+        "rate": g["rate"].agg(lambda s: next((w for w in ("unknown", "estimate", "measured")
+                                              if w in set(s)), ""))})
+    return out
+
+
+def weights_gb(model: str, dtype: str) -> float | None:
+    """A model's weights in ``dtype``, in GB (10^9 bytes), from its :func:`shape` (``None``:
+    no shape known)."""
     s = shape(model)
     width = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}.get(dtype, 4)
     return None if s is None else s.parameters * width / 1e9
@@ -619,11 +649,13 @@ def plan_text(planned: pd.DataFrame, models: list[str], size: str, store: str,
     unknown = left["seconds"].isna().sum()
     lines = [f"study of {', '.join(models)} at {size} size on {kind} ({run_dtype}), results "
              f"store {store}: {len(planned)} runs, {len(left)} to compute",
-             "", table.to_string(index=False, na_rep="?", float_format=lambda x: f"{x:.1f}"), "",
+             "", table.to_string(index=False, na_rep="?", float_format=_minutes), "",
+             "per chapter:", per_chapter(planned).to_string(na_rep="?", float_format=_minutes),
+             "",
              f"expected compute: {0 if pd.isna(minutes) else minutes:.1f} min"
              + (f" (+ {unknown} run(s) of unknown cost)" if unknown else "")
-             + f" on this store's device kind ({kind}), one chapter after the other "
-               "(make book executes two at once)", "", "runs:"]
+             + f" on {kind}, one chapter after the other (loading the models not counted; "
+               "make book executes two chapters at once)", "", "runs:"]
     runs = planned.drop_duplicates("run") if planned["run"].notna().all() else planned
     for r in runs.itertuples():
         lines.append(f"  {r.chapter}: {r.run or '(id known once the model is downloaded)'} "
@@ -642,7 +674,7 @@ def plan_text(planned: pd.DataFrame, models: list[str], size: str, store: str,
         lines += ["", "estimates:"] + [f"  {x}" for x in estimates]
     if kind == "cuda":
         for m in models:
-            gb = _weights_gb(m, run_dtype)
+            gb = weights_gb(m, run_dtype)
             lines.append(f"memory: {m}: " + ("unknown (no shape)" if gb is None else
                          f"{gb:.1f} GB of weights in {run_dtype}") + ", then the token budget "
                          "('auto': a quarter of the memory left)")
@@ -730,10 +762,13 @@ def _absolute(model: str) -> str:
                    "execute the chapters, which read them; local: the chapters compute them")
 @click.option("--address", default=None,
               help="the Ray cluster to join (auto, ray://head:10001; default: a local Ray)")
+@click.option("--chapter", "only", multiple=True, metavar="CHAPTER",
+              help="only this chapter (repeat for several) and the models page, not rendered: "
+                   "a part of the study (default: every chapter, and the book rendered)")
 @click.option("--dry-run", is_flag=True,
               help="print the runs, whether the store has them and the expected compute; "
                    "load no model, compute nothing")
-def study_command(models, device, dtype, store, size, executor, address, dry_run):
+def study_command(models, device, dtype, store, size, executor, address, only, dry_run):
     """The whole study for your models: every run every chapter needs, computed into the store
     (what it holds is read; a killed study goes on from its shards), then the book rendered into
     build/study/<name>/_build/html with the models page showing every model of the store.
@@ -746,6 +781,8 @@ def study_command(models, device, dtype, store, size, executor, address, dry_run
           --executor ray --address auto --store /shared/results
     """
     models = list(dict.fromkeys(_absolute(m) for m in models))
+    only = list(dict.fromkeys(only)) or None
+    declare.out_of("chapter", only, [c for c in REQUESTS if c not in ("models", "findings")])
     root = checkout()
     if root is None:
         raise InputError(f"xcomps-study study runs in a checkout of the repository (it executes "
@@ -755,23 +792,34 @@ def study_command(models, device, dtype, store, size, executor, address, dry_run
     click.echo(f"checkout {root}", err=True)
     given = (None if device == "auto" else device, None if dtype == "auto" else dtype)
     if dry_run:
-        click.echo(plan_text(plan(models, size, store, *given), models, size, store, device,
-                             dtype))
+        click.echo(plan_text(plan(models, size, store, *given, chapters_=only), models, size,
+                             store, device, dtype))
         return
+    from ..lm.models import check_model
+
+    for m in models:  # before any chapter: each model loadable (a hub id cached or reachable)
+        check_model(m)
+        planner.check_model_folder(m)
+    Store(store)
     if executor == "ray":
-        _on_ray(models, size, store, given, address)
+        _on_ray(models, size, store, given, address, only)
     env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     cmd = ["make", "--no-print-directory", "-C", str(root), "book", f"MODELS={' '.join(models)}",
            f"STORE={store}", f"SIZE={size}", f"STUDY={name(models, size)}",
            *([f"DEVICE={device}"] if device != "auto" else []),
-           *([f"DTYPE={dtype}"] if dtype != "auto" else [])]
+           *([f"DTYPE={dtype}"] if dtype != "auto" else []),
+           *([f"ONLY={' '.join(only)}"] if only else [])]
     rc = subprocess.run(cmd, env=env).returncode
     if rc:
         raise click.exceptions.Exit(rc)
-    click.echo(f"the study's book: {book_folder(root, models, size) / 'index.html'}")
+    if only:
+        click.echo(f"the study's chapters: {book_folder(root, models, size).parents[1] / 'book'}"
+                   f"/executed (a part of the study: not rendered)")
+    else:
+        click.echo(f"the study's book: {book_folder(root, models, size) / 'index.html'}")
 
 
-def _on_ray(models, size, store, given, address) -> None:
+def _on_ray(models, size, store, given, address, only=None) -> None:
     """The study's runs computed on Ray (:func:`xcomps_utils.runs.ray_executor.execute`, the
     sweep's executor, with a sweep's default ``ray`` settings: one replica per GPU)."""
     from ..methods.config import Ray
@@ -783,7 +831,7 @@ def _on_ray(models, size, store, given, address) -> None:
         raise InputError("the 'executor' parameter must be 'local' when Ray is not installed "
                          "(pip install '.[ray]' from the checkout); got 'ray'") from None
     todo: list = []
-    plan(models, size, store, *given, specs=todo)
+    plan(models, size, store, *given, chapters_=only, specs=todo)
     click.echo(f"{len(todo)} run(s) to compute on Ray", err=True)
     if todo:
         ray_executor.execute(ray, todo, Ray().model_dump(), address)
