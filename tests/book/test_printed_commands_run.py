@@ -51,6 +51,10 @@ NOT_RUN = {
         "minutes); its file is checked by tests/runs/test_sweep.py and test_commands",
     ".venv/bin/xcomps-study sweep sweeps/bmlama53.yaml --executor local":
         "the same on 53 languages (about an hour on 2 cores)",
+    ".venv/bin/xcomps-study study --model gemma-3-270m --model smollm2-135m-instruct --size smoke "
+    "--store results": "the whole study of two models, every chapter executed and the book "
+                       "rendered (tens of minutes); make study-check runs it for a model nobody "
+                       "ships (tests/pages/test_study.py)",
 }
 
 #: a hub model (an ``org/name`` id, not a local path) or a GPU, named by a command

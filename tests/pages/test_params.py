@@ -303,7 +303,8 @@ def test_table_says_which_sizes_the_page_runs_at():
     assert "book: install data-check" in make and "STORE=$(SHIP_STORE)" in make
     assert len(lines) == 4 + len(params.declaration("direct_scoring").model_fields)
     assert t._repr_markdown_() == t.markdown()
-    assert params.table({}, "reproducibility").sentence() == "This page has no parameters."
+    repro = params.table({"study_size": "publish"}, "reproducibility")
+    assert repro.size == "publish" and repro.sentence().startswith("This page runs at ")
 
 
 @pytest.mark.parametrize("chapter", WITH_PARAMETERS)

@@ -458,9 +458,15 @@ class ModelsPage(Chapter):
 
 
 class Reproducibility(Chapter):
-    """``notebooks/reproducibility.md``: no parameters."""
+    """``notebooks/reproducibility.md``."""
 
-    computes: ClassVar[str] = "build environment, data checksums, the command line twice on 5 pairs"
+    computes: ClassVar[str] = ("build environment, data checksums, the command line twice on 5 "
+                               "pairs, the study's plan for the papers' models on one GPU (no "
+                               "model)")
+
+    study_size: Literal["smoke", "publish"] = param(
+        "smoke", "the chapters' sizes the plan of the papers' models is made at",
+        publish="publish")
 
 
 #: Every chapter's parameters, by the name of its notebook (``notebooks/<name>.md``).
@@ -598,8 +604,6 @@ class ParameterTable:
 
     def sentence(self) -> str:
         """Which sizes the page runs at, in one sentence."""
-        if not self.rows:
-            return "This page has no parameters."
         text = f"This page runs at {_SIZES[self.size]}"
         if self.differences:
             text += ", except " + ", ".join(f"`{n} = {v!r}` (at {self.size} size: `{d!r}`)"
