@@ -28,7 +28,7 @@ from .report import MOST_LANGUAGES
 from .stats import accuracy_table
 from .xcomps_paper import pair_table
 
-__all__ = ["Scores", "sample_facts", "first_facts", "score", "cost", "method_pairs",
+__all__ = ["Scores", "sample_facts", "score", "cost", "method_pairs",
            "method_scores", "size_summary", "morphology_to_decide"]
 
 
@@ -67,7 +67,7 @@ def sample_facts(benchmark: str, languages, facts: int, seed: int = 0
     return tuple(pd.concat(f, ignore_index=True) for f in frames.values())
 
 
-def first_facts(pairs: pd.DataFrame, facts: int, seed: int = 0) -> pd.DataFrame:
+def _first_facts(pairs: pd.DataFrame, facts: int, seed: int = 0) -> pd.DataFrame:
     """The first ``facts`` facts of each task of a :func:`sample_facts` sample: the pairs a
     ``facts``-fact sample gives (each fact's place in the order, and its pairs, are the whole
     file's), taken from the sample instead of the files."""
@@ -132,10 +132,10 @@ def cost(scores: dict[str, Scores], facts_at: dict[str, int]) -> pd.DataFrame:
 
 def method_pairs(pairs: pd.DataFrame, facts: int | None = None, seed: int = 0) -> pd.DataFrame:
     """The pairs :func:`method_scores` runs Meta and Neuro on: ``pairs`` (:func:`score`'s), or
-    the first ``facts`` facts of each language of them (:func:`first_facts`) where that is
+    the first ``facts`` facts of each language of them (:func:`_first_facts`) where that is
     fewer."""
     if facts is not None:
-        first = first_facts(pairs, facts, seed)
+        first = _first_facts(pairs, facts, seed)
         if len(first) < len(pairs):
             return first
     return pairs

@@ -55,7 +55,7 @@ __all__ = ["Request", "REQUESTS", "requests", "chapter_values", "plan", "rates",
 SIZES = ("smoke", "publish")
 #: The chapters' exercises that score a task of their own (the same literals the exercises use).
 EXERCISE_BLIMP = "blimp:determiner_noun_agreement_1"
-EXERCISE_RUBLIMP = "rublimp:subj_predicate_agreement_number_attractor"
+EXERCISE_RUBLIMP = "subj_predicate_agreement_number_attractor"  # else the first one left out
 
 
 @dataclass(frozen=True)
@@ -197,7 +197,9 @@ def _grammar_across_languages(p: dict) -> list[Request]:
     xpairs = xcomps.load_languages(p["xcomps_languages"], items_per_language=p["xcomps_items"],
                                    seed=p["seed"])
     out += [Request("Direct, the XCOMPS sample", m, xpairs, ("direct",)) for m in p["models"]]
-    new = grammar_study.sample_pairs([EXERCISE_RUBLIMP], p["items_per_task"], p["seed"])
+    added = next(x for x in [EXERCISE_RUBLIMP, *grammar.rublimp_phenomena()]
+                 if x not in p["rublimp"])
+    new = grammar_study.sample_pairs([f"rublimp:{added}"], p["items_per_task"], p["seed"])
     return out + [Request("exercise: Direct on another RuBLiMP phenomenon", first, new,
                           ("direct",))]
 
