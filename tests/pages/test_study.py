@@ -204,6 +204,10 @@ def test_make_book_with_models_is_the_study():
     folder = f"build/study/x+{SMOL}-smoke"
     assert f"EXECUTED={folder}/book/executed STORE=/tmp/s" in out and "SIZE=smoke" in out
     assert f"render BOOK_DIR={folder}/book OUT={REPO}/{folder}" in out
+    part = subprocess.run(["make", "-n", "--no-print-directory", "book", f"MODELS=./x {SMOL}",
+                           "STORE=/tmp/s", "SIZE=smoke", "ONLY=first_token", "STAMP=", "MATHJAX="],
+                          cwd=REPO, env=env, capture_output=True, text=True, check=True).stdout
+    assert '"CHAPTERS=first_token models"' in part and "render BOOK_DIR" not in part
     plain = subprocess.run(["make", "-n", "--no-print-directory", "book", "STAMP=", "MATHJAX="],
                            cwd=REPO, env=env, capture_output=True, text=True, check=True).stdout
     assert "build/study" not in plain and "SIZE=publish STORE=store" in plain
