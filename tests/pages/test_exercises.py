@@ -95,7 +95,7 @@ def test_reprobe_reproduces_the_stored_probe_and_leaks_with_sentence_folds(lm, t
         exercises.with_states(shipped, pairs, "xx", run)
     with pytest.raises(ValueError, match="the 'lang' parameter must be a language of the pairs; got 'xx'"):
         exercises.reprobe(res, pairs, lang="xx")
-    with pytest.raises(ValueError, match="folds must be"):
+    with pytest.raises(ValueError, match="the 'folds' parameter must be 'leak_free' or 'sentences'; got 'items'"):
         exercises.reprobe(res, pairs, folds="items")
     with pytest.raises(KeyError, match="no Neuro run"):
         exercises.reprobe(methods.Results(res.measures, {}, res.store), pairs)
