@@ -158,16 +158,16 @@ def design_levels() -> dict[str, set[float]]:
     """The values a design sentence names, read from the code that uses them: the level of the
     tests and its intervals (``claims.ALPHA``: 5%, the 95% interval, 2.5% a side), the power the
     sizes are planned for (``claims.items_needed``), chance for two options (0.5), and the smallest
-    effects of interest (``claims.SESOI``) and the probe's level."""
+    effects of interest (``families.SESOI``) and the probe's level."""
     import inspect
 
-    from xcomps_utils.analysis import claims, xcomps_paper
+    from xcomps_utils.analysis import claims, families, xcomps_paper
 
     alpha = claims.ALPHA
     power = inspect.signature(claims.items_needed).parameters["power"].default
     percent = {round(100 * x, 6) for x in (alpha, 1 - alpha, alpha / 2, power, 0.5)}
     return {"percentage": percent,
-            "decimal": {alpha, alpha / 2, 0.5, xcomps_paper.PROBE_LEVEL, *claims.SESOI.values()}}
+            "decimal": {alpha, alpha / 2, 0.5, xcomps_paper.PROBE_LEVEL, *families.SESOI.values()}}
 
 
 #: the words that make a number a level, a power, a chance or a smallest effect of interest
