@@ -138,3 +138,96 @@ def store_of():
         return Store(root)
 
     return copy
+
+
+# What a fresh interpreter with this `sitecustomize` on its PYTHONPATH is kept from doing, or made
+# to record, so a test of a subprocess checks what it did instead of how long it took (a wall-clock
+# bound fails on a busy machine and passes a slow regression on a quick one):
+# with $XCOMPS_TEST_LOADS set, `xcomps_utils.lm.models.load_model` (every model load goes through
+# it: the planner and the exercises import it when they call it) writes its arguments there and
+# raises; with $XCOMPS_TEST_HOSTS set, every attempt to reach a host (`socket.getaddrinfo`, the
+# first step of a TCP connection by socket, urllib, urllib3, httpx and the hub's clients) writes
+# "host:port" there and goes on.
+SITECUSTOMIZE = '''
+import importlib.abc, importlib.machinery, os, socket, sys
+
+NAME = "xcomps_utils.lm.models"
+
+
+def _log(variable, line):
+    with open(os.environ[variable], "a") as f:
+        f.write(line + "\\n")
+
+
+def _refuse(*args, **kwargs):
+    _log("XCOMPS_TEST_LOADS", repr((args, kwargs)))
+    raise RuntimeError(f"load_model{args} called: a model was loaded where none may be")
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, inner):
+        self.inner = inner
+
+    def create_module(self, spec):
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module):
+        self.inner.exec_module(module)
+        module.load_model = _refuse
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != NAME:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is not None:
+            spec.loader = _Loader(spec.loader)
+        return spec
+
+
+if os.environ.get("XCOMPS_TEST_LOADS"):
+    sys.meta_path.insert(0, _Finder())
+
+if os.environ.get("XCOMPS_TEST_HOSTS"):
+    _getaddrinfo = socket.getaddrinfo
+
+    def _resolve(host, port, *args, **kwargs):
+        _log("XCOMPS_TEST_HOSTS", f"{host}:{port}")
+        return _getaddrinfo(host, port, *args, **kwargs)
+
+    socket.getaddrinfo = _resolve
+'''
+
+
+class Guard:
+    """A fresh interpreter's guard (:data:`SITECUSTOMIZE`): run the subprocess with
+    :meth:`env`, then read :meth:`loads` (the ``load_model`` calls it made, each refused) and
+    :meth:`hosts` (the ``host:port`` it tried to reach, in order)."""
+
+    def __init__(self, folder: Path):
+        self.site, self._loads, self._hosts = folder / "site", folder / "loads", folder / "hosts"
+        self.site.mkdir()
+        (self.site / "sitecustomize.py").write_text(SITECUSTOMIZE)
+
+    def env(self, base=None, hosts: bool = False, **extra) -> dict:
+        """``base`` (default ``os.environ``) with the guard on PYTHONPATH, loads refused, hosts
+        recorded if ``hosts``, and ``extra``."""
+        env = dict(os.environ if base is None else base)
+        path = [str(self.site)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+        env.update(PYTHONPATH=os.pathsep.join(path), XCOMPS_TEST_LOADS=str(self._loads), **extra)
+        if hosts:
+            env["XCOMPS_TEST_HOSTS"] = str(self._hosts)
+        return env
+
+    def loads(self) -> list[str]:
+        return self._loads.read_text().splitlines() if self._loads.exists() else []
+
+    def hosts(self) -> list[str]:
+        return self._hosts.read_text().splitlines() if self._hosts.exists() else []
+
+
+@pytest.fixture
+def guard(tmp_path_factory) -> Guard:
+    """A subprocess's guard: no model loads, and the hosts it tries to reach (:class:`Guard`)."""
+    return Guard(tmp_path_factory.mktemp("guard"))

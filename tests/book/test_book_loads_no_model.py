@@ -7,9 +7,10 @@ executed at their publish parameters (declared in ``pages/params.py``; the shipp
 
 They run with an empty user cache (``XCOMPS_CACHE_DIR`` and ``HOME`` in a temporary folder) in a
 temporary working directory (a stray write to the default store ``results`` lands there), and
-with ``xcomps_utils.lm.models.load_model`` replaced in the kernel (a ``sitecustomize`` on the
-kernel's path) by one that logs its call and raises. Then no loader was called, no model was
-converted into the cache, nothing was written to ``results/``, and ``store/`` is as it was.
+with ``xcomps_utils.lm.models.load_model`` replaced in the kernel (the ``sitecustomize`` of the
+``guard`` fixture, ``tests/conftest.py``, on the kernel's path) by one that logs its call and
+raises. Then no loader was called, no model was converted into the cache, nothing was written to
+``results/``, and ``store/`` is as it was.
 
 The embedded models' identities (the SHA-256 of their weights, part of every run's key) are
 hashed from the installed packages without writing anything, so the cache stays empty.
@@ -26,45 +27,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 SHIP_STORE = REPO / "store"
 CHAPTERS = ("direct_scoring", "xcomps_results", "reproducibility")
-
-# Replaces the model loader in the kernel: logs the call to $XCOMPS_TEST_LOADS and raises.
-SITECUSTOMIZE = '''
-import importlib.abc, importlib.machinery, os, sys
-
-NAME = "xcomps_utils.lm.models"
-
-
-def _refuse(*args, **kwargs):
-    with open(os.environ["XCOMPS_TEST_LOADS"], "a") as f:
-        f.write(repr((args, kwargs)) + "\\n")
-    raise RuntimeError(f"load_model{args} called: the book must load no model")
-
-
-class _Loader(importlib.abc.Loader):
-    def __init__(self, inner):
-        self.inner = inner
-
-    def create_module(self, spec):
-        return self.inner.create_module(spec)
-
-    def exec_module(self, module):
-        self.inner.exec_module(module)
-        module.load_model = _refuse
-
-
-class _Finder(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name != NAME:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is not None:
-            spec.loader = _Loader(spec.loader)
-        return spec
-
-
-sys.meta_path.insert(0, _Finder())
-'''
-
 
 def _files(root: Path) -> dict:
     return {str(p.relative_to(root)): p.stat().st_size for p in root.rglob("*") if p.is_file()}
@@ -89,21 +51,19 @@ def _publish_parameters(chapter: str) -> dict:
 
 
 @pytest.mark.slow
-def test_book_chapters_load_no_model(data_dir, tmp_path):
+def test_book_chapters_load_no_model(data_dir, tmp_path, guard):
     import jupytext
     import nbformat
     import papermill
 
     home, cache, work = tmp_path / "home", tmp_path / "cache", tmp_path / "work"
-    site, loads = tmp_path / "site", tmp_path / "loads.log"
-    for d in (home, cache, work, site):
+    for d in (home, cache, work):
         d.mkdir()
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
     before = _files(SHIP_STORE)
-    env = {"HOME": str(home), "XCOMPS_CACHE_DIR": str(cache), "XCOMPS_TEST_LOADS": str(loads),
-           "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
-           "XCOMPS_DATA_DIR": str(data_dir), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "XCOMPS_PROBE_JOBS": "1", "CUDA_VISIBLE_DEVICES": ""}  # the store's runs are CPU's
+    env = guard.env({k: v for k, v in os.environ.items() if k == "PYTHONPATH"},
+                    HOME=str(home), XCOMPS_CACHE_DIR=str(cache), XCOMPS_DATA_DIR=str(data_dir),
+                    OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", XCOMPS_PROBE_JOBS="1",
+                    CUDA_VISIBLE_DEVICES="")  # the store's runs are CPU's
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -126,7 +86,7 @@ def test_book_chapters_load_no_model(data_dir, tmp_path):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    assert not loads.exists(), f"a model loader was called:\n{loads.read_text()}"
+    assert not guard.loads(), "a model loader was called:\n" + "\n".join(guard.loads())
     assert not (work / "results").exists(), sorted(_files(work / "results"))
     cached = _files(cache)
     assert not cached, sorted(cached)  # no model converted, no GGUF assembled
@@ -134,15 +94,14 @@ def test_book_chapters_load_no_model(data_dir, tmp_path):
     assert _files(SHIP_STORE) == before  # nothing added to the shipped store
 
 
-def test_sitecustomize_refuses_the_loader(tmp_path):
+def test_sitecustomize_refuses_the_loader(guard):
     """The guard the test above relies on: in a fresh interpreter with the ``sitecustomize``,
     ``load_model`` logs its call and raises (and importing the module loads nothing)."""
-    (tmp_path / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    loads = tmp_path / "loads.log"
-    env = {**os.environ, "PYTHONPATH": str(tmp_path), "XCOMPS_TEST_LOADS": str(loads)}
     code = ("from xcomps_utils.lm.models import load_model\n"
             "try:\n    load_model('smollm2-135m-instruct')\nexcept RuntimeError as e:\n"
             "    print('refused', e)\n")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-c", code], env=guard.env(), capture_output=True,
+                       text=True, timeout=600)
     assert r.returncode == 0 and "refused" in r.stdout, r.stderr
-    assert "smollm2-135m-instruct" in loads.read_text()
+    (load,) = guard.loads()
+    assert "smollm2-135m-instruct" in load

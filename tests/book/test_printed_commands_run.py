@@ -46,6 +46,11 @@ NOT_RUN = {
     ".venv/bin/ray start --address=HEAD_IP:6379": "joins a Ray cluster's head (HEAD_IP)",
     ".venv/bin/xcomps-study sweep sweeps/embedded.yaml --address auto --store /shared/results":
         "needs the cluster above and its shared filesystem (/shared)",
+    ".venv/bin/xcomps-study sweep sweeps/bmlama17.yaml --executor local":
+        "the BMLAMA chapter's default size, both models (about 6,000 pairs a model: tens of "
+        "minutes); its file is checked by tests/runs/test_sweep.py and test_commands",
+    ".venv/bin/xcomps-study sweep sweeps/bmlama53.yaml --executor local":
+        "the same on 53 languages (about an hour on 2 cores)",
 }
 
 #: a hub model (an ``org/name`` id, not a local path) or a GPU, named by a command

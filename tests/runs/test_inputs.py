@@ -2,7 +2,6 @@
 
 import subprocess
 import sys
-import time
 import warnings
 
 import pandas as pd
@@ -80,16 +79,17 @@ def test_methods_none_and_bad_methods_are_clear():
         methods.run("smollm2-135m-instruct", _pairs("A."), ["dirct"])
 
 
-def test_token_ppl_on_xcomps_fails_before_the_model_and_leaves_no_run(data_dir, tmp_path):
+def test_token_ppl_on_xcomps_fails_before_the_model_and_leaves_no_run(data_dir, tmp_path,
+                                                                      guard):
     """Repro 7: `run token_ppl --languages en` failed after the model load, leaving a run
-    marked running."""
-    start = time.monotonic()
+    marked running. (The guard refuses ``load_model``: had it been called, it is in
+    ``guard.loads()`` and the command ends in a traceback.)"""
     r = subprocess.run(CLI + ["run", "token_ppl", "--languages", "en", "--items-per-language",
                               "1", "--store", str(tmp_path)], capture_output=True, text=True,
-                       timeout=300)
+                       env=guard.env(), timeout=600)  # a hang guard, not a speed bound
+    assert guard.loads() == []
     assert r.returncode == 1 and "token-level perplexity has none for XCOMPS yet" in r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "runs").exists()
-    assert time.monotonic() - start < 30
 
 
 @pytest.mark.parametrize("device, expect", [
@@ -100,16 +100,17 @@ def test_token_ppl_on_xcomps_fails_before_the_model_and_leaves_no_run(data_dir, 
                  marks=pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is here")),
     pytest.param("cuda:7", "the 'device' parameter must be a device this machine has",
                  marks=pytest.mark.skipif(torch.cuda.device_count() > 7, reason="8 GPUs"))])
-def test_bad_device_is_one_line_before_the_model_loads(device, expect, data_dir, tmp_path):
+def test_bad_device_is_one_line_before_the_model_loads(device, expect, data_dir, tmp_path,
+                                                        guard):
     """Repro 6: --device cuda on a CPU-only torch and --device bogus gave tracebacks, after
     the model had loaded."""
-    start = time.monotonic()
     r = subprocess.run(CLI + ["run", "direct", "--task", "blimp_anaphor", "--n-pairs", "2",
                               "--device", device, "--store", str(tmp_path)],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, env=guard.env(), timeout=600)
+    assert guard.loads() == []
     assert r.returncode == 1 and expect in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
-    assert not (tmp_path / "runs").exists() and time.monotonic() - start < 30
+    assert not (tmp_path / "runs").exists()
 
 
 def test_debug_shows_the_traceback(data_dir, tmp_path):
@@ -179,7 +180,8 @@ def test_warnings_are_not_errors():
     assert S.StoreError.__doc__
 
 
-def test_sweep_into_a_read_only_store_fails_before_any_model_loads(data_dir, tmp_path):
+def test_sweep_into_a_read_only_store_fails_before_any_model_loads(data_dir, tmp_path,
+                                                                    monkeypatch):
     import os
 
     store = "/sys/xcomps-store" if os.geteuid() == 0 else str(tmp_path / "ro")
@@ -190,10 +192,9 @@ def test_sweep_into_a_read_only_store_fails_before_any_model_loads(data_dir, tmp
     path.write_text(yaml.safe_dump({"models": ["smollm2-135m-instruct"], "methods": ["direct"],
                                     "executor": "local", "store": store, "device": "cpu",
                                     "data": [{"languages": ["en"], "items_per_language": 1}]}))
-    start = time.monotonic()
+    _no_model(monkeypatch)
     r = CliRunner().invoke(cli.main, ["sweep", str(path), "--quiet"])
     assert r.exit_code == 1 and "is not writable" in r.output, r.output
-    assert time.monotonic() - start < 30
 
 
 # --- issue 41 item 6: sizes checked before work (refused, the one policy) -------------------------
@@ -216,7 +217,6 @@ def test_n_pairs_above_the_task_is_refused_before_any_model_loads(data_dir, tmp_
     pairs, saying nothing of the task holding fewer. The line is the one a sweep file and
     ``methods.run`` give (``--n-pairs none`` is every pair)."""
     _no_model(monkeypatch)
-    start = time.monotonic()
     r = CliRunner().invoke(cli.main, ["run", "direct", "--task", "bmlama17:vi", "--n-pairs",
                                       "1000000000000", "--store", str(tmp_path / "s")])
     assert r.exit_code == 1, r.output
@@ -224,7 +224,6 @@ def test_n_pairs_above_the_task_is_refused_before_any_model_loads(data_dir, tmp_
         "Error: the 'n_pairs' parameter must be an integer from 1 to 59,143 (the pairs "
         "bmlama17:vi holds) or None (every one); got 1000000000000")
     assert not (tmp_path / "s" / "runs").exists()
-    assert time.monotonic() - start < 30
 
 
 def test_planner_select_refuses_a_size_no_task_holds(data_dir):

@@ -79,7 +79,7 @@ def test_garbage_run_json_is_a_one_line_error_under_ls(tmp_path):
     st, run = _fake_run(tmp_path, 1)
     (run.folder / "run.json").write_text("{not json")
     r = subprocess.run(CLI + ["ls", "--store", str(tmp_path)], capture_output=True, text=True,
-                       timeout=120)
+                       timeout=600)
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert "run.json is not a readable run record" in r.stderr and run.id in r.stderr
@@ -104,15 +104,14 @@ def _read_only(tmp_path):
     return str(d)
 
 
-def test_read_only_store_fails_before_the_model_loads(data_dir, tmp_path):
+def test_read_only_store_fails_before_the_model_loads(data_dir, tmp_path, guard):
     store = _read_only(tmp_path)
-    start = time.monotonic()
     r = subprocess.run(CLI + ["run", "direct", "--task", "blimp_anaphor", "--n-pairs", "2",
                               "--device", "cpu", "--store", store], capture_output=True,
-                       text=True, timeout=300)
+                       text=True, env=guard.env(), timeout=600)  # a hang guard
+    assert guard.loads() == []  # no model was loaded (the guard refuses and records it)
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     assert "is not writable" in r.stderr and len(r.stderr.strip().splitlines()) == 1
-    assert time.monotonic() - start < 30  # no model was loaded
 
 
 def test_cooperating_runs_skip_a_shard_another_process_holds_or_finished(lm, data_dir, tmp_path):
