@@ -184,7 +184,7 @@ def test_findings_sizes_reads_what_the_xcomps_sample_holds_and_counts_the_outcom
     assert summary == ("Of **5 confirmatory tests**: decided: 1; more data decides it: 0; needs "
                        "an equivalence test: 1; undecidable by design: 3.")
     assert list(sizes.columns) == ["claim", "model", "verdict", "outcome", "to decide", "n",
-                                   "unit", "page"]
+                                   "unit", "page", "why"]
     table = report.deciding_sizes_markdown(sizes)
     assert table.count("\n| {doc}`") == 5 and "xcomps-verdicts" in table      # framed: wraps
     assert ("| {doc}`direct tracks neuro </executed/xcomps_results>` | m | inconclusive | 7 "
