@@ -106,9 +106,8 @@ def test_the_findings_in_words_say_what_holds_fails_and_cannot_be_decided(rows):
     gemma, smol = blocks[1].splitlines()
     assert gemma == ("* **gemma**: *Holds*: English advantage (direct: +0.32 accuracy, English "
                      "minus the others' mean). *No available data decides*: accuracy rises with "
-                     "resources (direct): with 7 languages no outcome of the test reaches the "
-                     "level.")
-    assert smol == "* **smollm2**: *Not decided at this size*: English advantage (direct)."
+                     "resources: with 7 languages no outcome of the test reaches the level.")
+    assert smol == "* **smollm2**: *Not decided at this size*: English advantage."
     assert blocks[2].startswith("**Token-level perplexity** {cite:p}`prins2026perplexed`")
     # the label is "equivalent"; what it means for the paper's claim is said, per task
     assert blocks[3] == ("* **smollm2**: *Fails*: the other tokens carry a part (2 of 2 tasks: "
@@ -117,6 +116,45 @@ def test_the_findings_in_words_say_what_holds_fails_and_cannot_be_decided(rows):
     one = report.findings_words(rows[rows.page == "xcomps_results"], questions=False)
     assert one == "\n".join([gemma, smol])
     assert report.findings_words(rows.iloc[:0]) == ""
+
+
+def _flipped(rows, i, verdict, effect):
+    out = rows.copy()
+    out.loc[i, ["verdict", "effect"]] = [verdict, effect]
+    return out
+
+
+def test_a_flipped_verdict_changes_the_words(rows):
+    """The sentences are said from the verdict rows, not written beside them: flip one row's
+    verdict (and its effect) and its model's sentence says the other reading, with the new
+    effect; the other model's sentence is unchanged."""
+    def gemma(r):
+        return report.findings_words(r).split("\n\n")[1].splitlines()[0]
+
+    def smol(r):
+        return report.findings_words(r).split("\n\n")[1].splitlines()[1]
+
+    i = rows.index[(rows.claim == "english_advantage") & (rows.model == "gemma")][0]
+    assert gemma(rows).startswith("* **gemma**: *Holds*: English advantage (direct: +0.32 ")
+    against = _flipped(rows, i, "contradicted", -0.21)
+    assert gemma(against).startswith(
+        "* **gemma**: *Fails*: English advantage (direct: English is below the other "
+        "languages: -0.21 accuracy, English minus the others' mean). *No available data ")
+    assert smol(against) == smol(rows)
+    undecided = _flipped(rows, i, "inconclusive", 0.32)
+    assert gemma(undecided).startswith("* **gemma**: *Not decided at this size*: English "
+                                       "advantage. *No available data decides*: ")
+    # smollm2's inconclusive English advantage flipped to supported: now it holds, with its effect
+    j = rows.index[(rows.claim == "english_advantage") & (rows.model == "smollm2")][0]
+    assert smol(_flipped(rows, j, "supported", 0.12)) == (
+        "* **smollm2**: *Holds*: English advantage (direct: +0.12 accuracy, English minus the "
+        "others' mean).")
+    # one task of two flipped from equivalent to supported: the count per task follows
+    k = rows.index[rows.claim == "pivotal_rarely_whole"][0]
+    tasks = report.findings_words(_flipped(rows, k, "supported", 0.4)).split("\n\n")[3]
+    assert tasks == ("* **smollm2**: *Holds*: the other tokens carry a part (1 of 2 tasks). "
+                     "*Fails*: the other tokens carry a part (1 of 2 tasks: the paper's reading "
+                     "fails for this model: the pivotal tokens explain the difference whole).")
 
 
 def test_the_findings_table_fits_a_claim_a_row_a_model_a_column_each_effect_with_its_unit(rows):

@@ -304,10 +304,14 @@ def _effect(row) -> str:
 
 
 def _said(frame: pd.DataFrame) -> str:
-    """One model's tests of one question in words: what holds (with its effect and unit), what
-    fails (what that means for the claim, and the effect), what is not decided at this size, and
-    what no available data decides, and why. A claim tested per task or language says in how
-    many of them."""
+    """One model's tests of one question in words, a sentence per reading: what holds (where it
+    was tested, its effect and unit), what fails (what that means for the claim, and the
+    effect), what is not decided at this size, and what no available data decides, grouped by
+    why. A claim tested per task or language says in how many of them; a claim not decided is
+    named once, with where it was tested only when it also reads otherwise (or is undecidable for
+    another reason) for this model."""
+    # a claim read more than one way (or undecidable for more than one reason) for this model
+    mixed = (frame["reading"] + "|" + frame["why"]).groupby(frame["short"]).nunique() > 1
     parts = []
     for reading in ("holds", "fails", "undecided", "undecidable"):
         items, whys = {}, {}
@@ -315,27 +319,28 @@ def _said(frame: pd.DataFrame) -> str:
             g = of[of["reading"] == reading]
             if g.empty:
                 continue
-            if reading == "undecidable":  # said once for the claims it holds for
-                for why, w in g.groupby("why", sort=False):
-                    where = (f"{len(w)} of {len(of)} {of['per'].iloc[0]}s"
-                             if len(of) > 1 and of["per"].iloc[0] else w["scope_of"].iloc[0])
-                    whys.setdefault(why, {}).setdefault(short, []).append(where)
+            per = of["per"].iloc[0] if len(of) > 1 else ""
+            if reading in ("undecided", "undecidable"):
+                for why, w in g.groupby("why" if reading == "undecidable" else "reading",
+                                        sort=False):
+                    where = (f"{len(w)} of {len(of)} {per}s" if per
+                             else w["scope_of"].iloc[0] if mixed[short] else "")
+                    said = items if reading == "undecided" else whys.setdefault(why, {})
+                    said.setdefault(short, []).append(where)
                 continue
-            if of["per"].iloc[0] and len(of) > 1:
-                counts = [f"{len(m)} of {len(of)} {of['per'].iloc[0]}s"
-                          + (f": {meaning}" if reading == "fails" else "")
-                          for meaning, m in g.groupby("meaning", sort=False)]
-                detail = "; ".join(counts)
+            if per:
+                detail = "; ".join(f"{len(m)} of {len(of)} {per}s"
+                                   + (f": {meaning}" if reading == "fails" else "")
+                                   for meaning, m in g.groupby("meaning", sort=False))
             else:
                 r = g.iloc[0]
-                detail = {"holds": _effect(r), "fails": f"{r['meaning']}: {_effect(r)}",
-                          "undecided": ""}[reading]
-                detail = ": ".join(x for x in (r["scope_of"], detail) if x)
+                effect = _effect(r) if reading == "holds" else f"{r['meaning']}: {_effect(r)}"
+                detail = ": ".join(x for x in (r["scope_of"], effect) if x)
             items.setdefault(short, []).append(detail)
         said = [short + (f" ({'; '.join(d for d in details if d)})" if any(details) else "")
                 for short, details in items.items()]
-        said += [", ".join(short + (f" ({', '.join(c for c in counts if c)})"
-                                    if any(counts) else "") for short, counts in claims.items())
+        said += [", ".join(short + (f" ({'; '.join(c for c in counts if c)})" if any(counts)
+                                    else "") for short, counts in claims.items())
                  + f": {why}" for why, claims in whys.items()]
         if said:
             parts.append(f"*{_SAID[reading]}*: " + "; ".join(said))
