@@ -111,7 +111,7 @@ def test_the_findings_in_words_say_what_holds_fails_and_cannot_be_decided(rows):
     assert blocks[2].startswith("**Token-level perplexity** {cite:p}`prins2026perplexed`")
     # the label is "equivalent"; what it means for the paper's claim is said, per task
     assert blocks[3] == ("* **smollm2**: *Fails*: the other tokens carry a part (2 of 2 tasks: "
-                         "the paper's reading fails for this model: the pivotal tokens explain "
+                         "the paper's reading fails: the pivotal tokens explain "
                          "the difference whole).")
     one = report.findings_words(rows[rows.page == "xcomps_results"], questions=False)
     assert one == "\n".join([gemma, smol])
@@ -154,7 +154,7 @@ def test_a_flipped_verdict_changes_the_words(rows):
     tasks = report.findings_words(_flipped(rows, k, "supported", 0.4)).split("\n\n")[3]
     assert tasks == ("* **smollm2**: *Holds*: the other tokens carry a part (1 of 2 tasks). "
                      "*Fails*: the other tokens carry a part (1 of 2 tasks: the paper's reading "
-                     "fails for this model: the pivotal tokens explain the difference whole).")
+                     "fails: the pivotal tokens explain the difference whole).")
 
 
 def test_the_findings_table_fits_a_claim_a_row_a_model_a_column_each_effect_with_its_unit(rows):

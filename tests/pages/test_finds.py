@@ -53,7 +53,7 @@ def test_a_box_is_an_admonition_glued_under_its_key(monkeypatch):
     finds.show("Direct scores **0.9** on BLiMP.")
     ((key, value, display),) = glued
     assert key == finds.KEY == "finds" and display is False
-    assert value.data == ("::::{admonition} What this chapter finds\n:class: tip\n\n"
+    assert value.data == ("::::{admonition} What this chapter finds\n:class: tip xcomps-finds\n\n"
                           "Direct scores **0.9** on BLiMP.\n::::")
     with pytest.raises(ValueError, match="the 'text' parameter"):
         finds.box("  ")

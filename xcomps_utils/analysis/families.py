@@ -161,9 +161,9 @@ FAMILIES = {f.name: f for f in (
                {"contradicted": "the other tokens carry most"}),
             "pivotal_rarely_whole": Claim(
                 _P, "the other tokens carry a part", "non-pivotal share of Σ|Δs|",
-                {"equivalent": "the paper's reading fails for this model: the pivotal tokens "
+                {"equivalent": "the paper's reading fails: the pivotal tokens "
                                "explain the difference whole",
-                 "negligible": "the paper's reading fails for this model: the other tokens' "
+                 "negligible": "the paper's reading fails: the other tokens' "
                                "part is too small to matter",
                  "contradicted": "the paper's reading fails: the other tokens push against "
                                  "the total"})},

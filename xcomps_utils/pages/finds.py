@@ -23,12 +23,15 @@ from __future__ import annotations
 
 from .verdicts import recorded
 
-__all__ = ["KEY", "TITLE", "box", "show", "claims"]
+__all__ = ["KEY", "TITLE", "CLASS", "box", "show", "claims"]
 
 #: the glue key of a chapter's box (``{glue:md}`` in the page, :func:`show` in its code)
 KEY = "finds"
 #: the box's title
 TITLE = "What this chapter finds"
+#: the box's HTML class besides ``tip`` (``book/_assets/xcomps.css`` sets it a little smaller, so
+#: the findings page's answers fit its first screen)
+CLASS = "xcomps-finds"
 
 
 def box(text: str, title: str = TITLE) -> str:
@@ -39,7 +42,7 @@ def box(text: str, title: str = TITLE) -> str:
     """
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"the 'text' parameter must be the box's Markdown, not empty; got {text!r}")
-    return f"::::{{admonition}} {title}\n:class: tip\n\n{text.strip()}\n::::"
+    return f"::::{{admonition}} {title}\n:class: tip {CLASS}\n\n{text.strip()}\n::::"
 
 
 def show(text: str, title: str = TITLE) -> None:
