@@ -143,4 +143,5 @@ def test_every_link_of_the_table_finds_its_test():
 @pytest.mark.parametrize("chapter", [c for c in CHAPTERS if c != "findings"])
 def test_every_chapter_opens_with_what_it_finds(browser, chapter):
     box = check_box(browser, HTML, chapter)
+    assert box["top"] < HEIGHT, box  # under the title, on the first screen
     assert re.search(r"\d", box["text"]), box  # computed numbers, not a placeholder

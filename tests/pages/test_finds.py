@@ -1,5 +1,5 @@
 """A chapter's "What this chapter finds" box (xcomps_utils.pages.finds): an admonition glued into
-the place its page keeps right after its entry, said from the verdicts the chapter recorded
+the place its page keeps right under its title, said from the verdicts the chapter recorded
 (verdicts.recorded, kept also when no folder is installed); and every chapter has that place,
 one cell that fills it, and at least two exercises (fast: the sources, nothing executed)."""
 
@@ -74,32 +74,23 @@ def _cells(chapter):
     return jupytext.read(REPO / "notebooks" / f"{chapter}.md").cells
 
 
-def _entry(cells) -> int:
-    """The index of the chapter's entry cell (``chapters.open``; the findings page checks its
-    parameters with ``params.check``), or -1 for a page without one (reproducibility)."""
-    return next((i for i, c in enumerate(cells) if c.cell_type == "code"
-                 and ("chapters.open(" in c.source or "params.check(" in c.source)), -1)
-
-
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_chapter_opens_with_its_box_and_fills_it_once(chapter):
-    """The box's place is the first thing after the chapter's entry cell (under the title for a
-    page without one), and one cell, the entry's or a later one, fills it."""
+    """The box's place is the first thing under the chapter's title (myst-nb pastes a glued value
+    anywhere in its notebook), and one cell fills it: a chapter that tests claims says its own
+    verdicts (finds.claims)."""
     cells = _cells(chapter)
-    entry = _entry(cells)
-    place = next(i for i, c in enumerate(cells) if c.cell_type == "markdown"
-                 and "```{glue:md} finds" in c.source)
-    box = "```{glue:md} finds\n:format: myst\n```"
-    if entry >= 0:
-        assert place == entry + 1, f"{chapter}: the box is not right after chapters.open"
-        assert cells[place].source.lstrip().startswith(box)
-    else:  # no entry: the box is the first thing under the title
-        title, _, after = cells[place].source.partition("\n\n")
-        assert title.startswith("# ") and after.startswith(box), chapter
-    fill = [i for i, c in enumerate(cells) if c.cell_type == "code" and "finds.show(" in c.source]
-    assert len(fill) == 1 and fill[0] >= entry, f"{chapter}: one cell fills the box: {fill}"
+    first = next(i for i, c in enumerate(cells) if c.cell_type == "markdown"
+                 and c.source.lstrip().startswith("# "))
+    title, _, after = cells[first].source.lstrip().partition("\n\n")
+    assert after.startswith("```{glue:md} finds\n:format: myst\n```"), (
+        f"{chapter}: the box is not the first thing under the title {title!r}")
+    places = [c for c in cells if c.cell_type == "markdown" and "{glue:md} finds" in c.source]
+    assert len(places) == 1, f"{chapter}: the box is placed {len(places)} times"
+    fill = [c for c in cells if c.cell_type == "code" and "finds.show(" in c.source]
+    assert len(fill) == 1, f"{chapter}: {len(fill)} cells fill the box"
     if chapter in families.chapters_with_claims():  # it says its own verdicts
-        assert f'finds.claims("{chapter}")' in cells[fill[0]].source
+        assert f'finds.claims("{chapter}")' in fill[0].source
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)

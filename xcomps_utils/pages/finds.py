@@ -1,8 +1,8 @@
 """What a chapter finds, in a box at its top (issue 45): a MyST admonition built by code from the
-chapter's own results, shown right after its entry (``chapters.open``) though computed where its
-numbers are.
+chapter's own results, shown right under the chapter's title though computed where its numbers
+are (myst-nb pastes a glued value anywhere in its notebook).
 
-The page holds, right after its entry cell, the place of the box::
+The page holds, right under its title, the place of the box::
 
     ```{glue:md} finds
     :format: myst
