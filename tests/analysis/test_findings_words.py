@@ -107,7 +107,9 @@ def test_the_findings_in_words_say_what_holds_fails_and_cannot_be_decided(rows):
     assert gemma == ("* **gemma**: *Holds*: English advantage (direct: +0.32 accuracy, English "
                      "minus the others' mean). *No available data decides*: accuracy rises with "
                      "resources: with 7 languages no outcome of the test reaches the level.")
-    assert smol == "* **smollm2**: *Not decided at this size*: English advantage."
+    # not decided, and what would decide it (a test over languages: only an effect, ever)
+    assert smol == ("* **smollm2**: *Not decided at this size*: English advantage: a permutation "
+                    "over languages decides an effect, never its absence.")
     assert blocks[2].startswith("**Token-level perplexity** {cite:p}`prins2026perplexed`")
     # the label is "equivalent"; what it means for the paper's claim is said, per task
     assert blocks[3] == ("* **smollm2**: *Fails*: the other tokens carry a part (2 of 2 tasks: "
@@ -143,7 +145,8 @@ def test_a_flipped_verdict_changes_the_words(rows):
     assert smol(against) == smol(rows)
     undecided = _flipped(rows, i, "inconclusive", 0.32)
     assert gemma(undecided).startswith("* **gemma**: *Not decided at this size*: English "
-                                       "advantage. *No available data decides*: ")
+                                       "advantage: a permutation over languages decides an "
+                                       "effect, never its absence. *No available data decides*: ")
     # smollm2's inconclusive English advantage flipped to supported: now it holds, with its effect
     j = rows.index[(rows.claim == "english_advantage") & (rows.model == "smollm2")][0]
     assert smol(_flipped(rows, j, "supported", 0.12)) == (

@@ -306,8 +306,8 @@ def _effect(row) -> str:
 def _said(frame: pd.DataFrame) -> str:
     """One model's tests of one question in words, a sentence per reading: what holds (where it
     was tested, its effect and unit), what fails (what that means for the claim, and the
-    effect), what is not decided at this size, and what no available data decides, grouped by
-    why. A claim tested per task or language says in how many of them; a claim not decided is
+    effect), what is not decided at this size (and what size would decide it), and what no
+    available data decides (and why), grouped by that why. A claim tested per task or language says in how many of them; a claim not decided is
     named once, with where it was tested only when it also reads otherwise (or is undecidable for
     another reason) for this model."""
     # a claim read more than one way (or undecidable for more than one reason) for this model
@@ -321,12 +321,14 @@ def _said(frame: pd.DataFrame) -> str:
                 continue
             per = of["per"].iloc[0] if len(of) > 1 else ""
             if reading in ("undecided", "undecidable"):
-                for why, w in g.groupby("why" if reading == "undecidable" else "reading",
-                                        sort=False):
+                # said with what would decide it, or why nothing available does; the tests of a
+                # claim per task or language not decided at this size are counted (their sizes
+                # to decide differ)
+                by = g.assign(why="") if per and reading == "undecided" else g
+                for why, w in by.groupby("why", sort=False):
                     where = (f"{len(w)} of {len(of)} {per}s" if per
                              else w["scope_of"].iloc[0] if mixed[short] else "")
-                    said = items if reading == "undecided" else whys.setdefault(why, {})
-                    said.setdefault(short, []).append(where)
+                    whys.setdefault(why, {}).setdefault(short, []).append(where)
                 continue
             if per:
                 detail = "; ".join(f"{len(m)} of {len(of)} {per}s"
@@ -341,7 +343,7 @@ def _said(frame: pd.DataFrame) -> str:
                 for short, details in items.items()]
         said += [", ".join(short + (f" ({'; '.join(c for c in counts if c)})" if any(counts)
                                     else "") for short, counts in claims.items())
-                 + f": {why}" for why, claims in whys.items()]
+                 + (f": {why}" if why else "") for why, claims in whys.items()]
         if said:
             parts.append(f"*{_SAID[reading]}*: " + "; ".join(said))
     return ". ".join(parts) + "." if parts else "no test."
@@ -524,8 +526,7 @@ def deciding_sizes(rows: pd.DataFrame, available: dict | None = None,
                         f"size of the available data decides it")
             elif np.isfinite(p_eq):
                 outcome = "more data decides it"
-                why = (f"about {k:,} languages would decide it" if k is not None
-                       else "more items per language would decide it")
+                why = "more items per language would decide it"
                 what = ((how + "; these languages do, with more items per language (the page's "
                          "size planning says how many)") if how else
                         "more items per language decide it (the page's size planning says how "
