@@ -65,7 +65,7 @@ def test_a_chapters_box_says_its_recorded_verdicts(data_dir):
     tests = _tests()
     verdicts.record(tests, "token_perplexity_results", "smollm2", main="smollm2")
     said = finds.claims("token_perplexity_results")
-    assert said.startswith("1 tests, each with its verdict")
+    assert said.startswith("1 test, each with its verdict")
     assert "* **smollm2**: " in said and "above the drawn chance" in said
     assert f"{tests[0].effect:+.2f} accuracy above the drawn chance" in said
 

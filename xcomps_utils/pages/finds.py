@@ -78,5 +78,5 @@ def claims(page: str) -> str:
         raise ValueError(f"the 'page' parameter must name a chapter that recorded its verdicts "
                          f"(verdicts.record) in this process; {page!r} recorded none")
     sizes = findings_sizes(rows)[1]
-    return (f"{len(rows)} tests, each with its verdict, effect and interval in the tables "
-            f"below; per model:\n\n" + report.findings_words(rows, sizes, questions=False))
+    return (f"{len(rows)} test{'s' if len(rows) != 1 else ''}, each with its verdict, effect "
+            f"and interval in the tables below; per model:\n\n" + report.findings_words(rows, sizes, questions=False))
