@@ -21,6 +21,7 @@ page computes and its key numbers, written by the page from its computed tables.
 
 from __future__ import annotations
 
+from ..errors import InputError
 from .verdicts import recorded
 
 __all__ = ["KEY", "TITLE", "CLASS", "box", "show", "claims"]
@@ -38,10 +39,10 @@ def box(text: str, title: str = TITLE) -> str:
     """``text`` (Markdown) in a MyST admonition titled ``title``.
 
     Raises:
-        ValueError: empty ``text``.
+        InputError: empty ``text`` (a ValueError).
     """
     if not isinstance(text, str) or not text.strip():
-        raise ValueError(f"the 'text' parameter must be the box's Markdown, not empty; got {text!r}")
+        raise InputError(f"the 'text' parameter must be the box's Markdown, not empty; got {text!r}")
     return f"::::{{admonition}} {title}\n:class: tip {CLASS}\n\n{text.strip()}\n::::"
 
 
@@ -68,14 +69,14 @@ def claims(page: str) -> str:
     and a line saying where the tests are.
 
     Raises:
-        ValueError: the page recorded no verdict (record them before saying them).
+        InputError: the page recorded no verdict (a ValueError): record them before saying them.
     """
     from ..analysis import report
     from .chapters import findings_sizes
 
     rows = recorded(page)
     if rows.empty:
-        raise ValueError(f"the 'page' parameter must name a chapter that recorded its verdicts "
+        raise InputError(f"the 'page' parameter must name a chapter that recorded its verdicts "
                          f"(verdicts.record) in this process; {page!r} recorded none")
     sizes = findings_sizes(rows)[1]
     return (f"{len(rows)} test{'s' if len(rows) != 1 else ''}, each with its verdict, effect "
