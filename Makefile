@@ -216,7 +216,8 @@ check: install-dev
 	$(PYTEST) -m "not slow" -n $(WORKERS)
 
 # The slow tier on SLOW_WORKERS processes, each on one core (ONE_CORE), a test file's tests in one
-# process (--dist loadfile: a file's model and module fixtures are made once).
+# process (--dist loadgroup, each file a group: its model and module fixtures are made once), but
+# those of tests/conftest.py's SPREAD (independent simulations) spread test by test.
 SLOW_WORKERS ?= 2
 # Everything, each chapter executed once: the fast tier first (it fails in minutes), the smoke
 # book (every chapter, exercises included), then the slow tier, whose chapter tests read the smoke
@@ -224,7 +225,7 @@ SLOW_WORKERS ?= 2
 test: install-dev
 	$(MAKE) --no-print-directory check
 	$(MAKE) --no-print-directory smoke
-	$(ONE_CORE) $(PYTEST) -m slow -n $(SLOW_WORKERS) --dist loadfile
+	$(ONE_CORE) $(PYTEST) -m slow -n $(SLOW_WORKERS) --dist loadgroup
 	$(MAKE) --no-print-directory audit
 	$(MAKE) --no-print-directory grade
 

@@ -37,10 +37,19 @@ def _is_slow(item) -> bool:
     return any(isinstance(v, str) and v in SLOW_FIXTURES for v in params.values())
 
 
+#: test files whose tests share no fixture worth making once: under ``--dist loadgroup`` (the slow
+#: tier, Makefile) their tests spread over the workers one by one; every other file's tests stay
+#: together in one worker (an ``xdist_group`` named by the file), so a model or a module fixture is
+#: made once. The claim contract is 89 independent simulations, about 12 CPU minutes.
+SPREAD = {"test_claim_contract.py"}
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if _is_slow(item):
             item.add_marker(pytest.mark.slow)
+        if item.path.name not in SPREAD:
+            item.add_marker(pytest.mark.xdist_group(str(item.path.relative_to(config.rootpath))))
 
 
 @pytest.fixture(scope="session")

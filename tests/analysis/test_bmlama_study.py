@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from xcomps_utils.analysis import bmlama_study as B
+from xcomps_utils.analysis import bmlama_study as B, claims
 from xcomps_utils.analysis.claims import ALPHA
 from xcomps_utils.analysis.families import correct
 from xcomps_utils.lm.precision import decisions, near_ties
@@ -315,7 +315,7 @@ def test_trend_interval_is_the_test_inverted_and_covers_the_true_slope():
     d = t17.join(_values(t17, np.random.default_rng(0), col="paper_type", order=B.TYPE_ORDER))
     assert types.measure.startswith("least-squares slope") and "a description" in types.measure
     one = B.morphology_trend(d[["beyond"]], t17)
-    assert one.effect == pytest.approx(B._slope(d["beyond"].to_numpy(),
+    assert one.effect == pytest.approx(claims.slope(d["beyond"].to_numpy(),
                                                 d["paper_type"].map(B.TYPE_ORDER).to_numpy()))
 
 
@@ -328,7 +328,7 @@ def test_one_language_with_a_signal_does_not_make_a_trend():
     assert t.verdict != "supported" and t.p_supported > 0.025
     # the slope printed is the test's own estimate: one language does not move it either
     assert abs(t.effect) < 0.02 and t.ci_low < t.effect < t.ci_high
-    assert B._slope(v["beyond"].to_numpy(), typ.resource_tier.map(B.TIER_ORDER)) > 0.05   # OLS
+    assert claims.slope(v["beyond"].to_numpy(), typ.resource_tier.map(B.TIER_ORDER)) > 0.05   # OLS
     hits = []
     for k in range(60):                          # on ranks, one language stays one rank
         w = _values(typ, rng)

@@ -84,7 +84,7 @@ def test_decided_rows_reads_one_rule_for_every_judge():
     # a column not named as a judge's: its NaN is the no-decision
     top1 = one.assign(top1_sum=np.where(np.arange(len(one)) < 7, np.nan, 1.0))
     assert len(scored.decided_rows(top1, "top1_sum")) == len(one) - 7
-    with pytest.raises(ValueError, match="no column 'cond_correct'"):
+    with pytest.raises(ValueError, match="'correct' parameter must be a column of the table; got 'cond_correct'"):
         scored.decided_rows(one, "cond_correct")
 
 
@@ -111,3 +111,56 @@ def test_the_token_level_accuracy_table_reads_the_one_rule():
     want = keep[keep.lang == "de"].groupby("negative_sample_type").cond_correct.mean()
     assert got.loc["de", "conditional: overlap"] == pytest.approx(want["overlap"])
     assert list(got.index) == ["en", "de"] and got.shape == (2, 4)
+
+
+def test_accuracy_table_and_decided_rows_decide_every_pair_alike():
+    """Issue 43 item 6: stats.accuracy_table counts its ties, near ties and decided pairs through
+    the one entry point (scored.decision_labels), whichever columns a table carries: a decision
+    column, or tie/near-tie flags; the rows it counts as decided are decided_rows'."""
+    from xcomps_utils.analysis import stats
+
+    rng = np.random.default_rng(3)
+    n = 200
+    correct = rng.integers(0, 2, n).astype(float)
+    tie, near = np.zeros(n), np.zeros(n)
+    tie[:7], near[5:20] = 1, 1           # 2 pairs flagged both: a tie wins
+    correct[-4:] = np.nan                 # no decision at all
+    flags = pd.DataFrame({"task": "t", "correct": correct, "tie": tie, "near_tie": near})
+    from xcomps_utils.lm.precision import decisions
+    labelled = flags.assign(decision=decisions(flags.rename(columns={
+        "correct": "j_correct", "tie": "j_tie", "near_tie": "j_near_tie"}), "j"))
+    for table in (flags, labelled[["task", "correct", "decision"]]):
+        row = stats.accuracy_table(table, by="task").iloc[0]
+        kept = scored.decided_rows(table, "correct")
+        assert (row.ties, row.near_ties, row.decided) == (7, 13, n - 4 - 20)
+        assert row.decided == len(kept) and row.correct == kept["correct"].sum()
+
+
+def test_conditional_direct_leaves_its_near_ties_out_as_direct_does():
+    """Issue 43 item 6: conditional Direct is decided by the one rule (precision.decide with the
+    run's bound), so a near tie of it is left out of its accuracy instead of counted by its sign
+    (concept_prior.accuracy_by_type read the bare sign before)."""
+    from xcomps_utils.analysis import concept_prior, decompose
+
+    d = pd.DataFrame({"lang": "en", "negative_sample_type": "random",
+                      "cond_delta": [2.0, -1.5, 3e-5, -2e-5, 0.0, 0.4],
+                      "direct_near_tie_tolerance": 1e-4})
+    d = d.assign(cond_correct=(d.cond_delta > 0) * 1.0, cond_tie=(d.cond_delta == 0) * 1.0,
+                 direct_correct=1.0, direct_decision="right")
+    judged = decompose.conditional_decisions(d)
+    assert list(judged.cond_decision) == ["right", "wrong", "near_tie", "near_tie", "tie", "right"]
+    acc = concept_prior.accuracy_by_type(judged, ["en"])
+    assert acc.loc["en", "conditional: random"] == pytest.approx(2 / 3)
+    before = concept_prior.accuracy_by_type(d, ["en"])  # signs only: the two near ties counted
+    assert before.loc["en", "conditional: random"] == pytest.approx(3 / 5)
+    with pytest.raises(ValueError, match="'pairs' parameter must hold 'cond_delta'"):
+        decompose.conditional_decisions(d.drop(columns="cond_delta"))
+
+
+def test_one_slope_for_every_trend():
+    from xcomps_utils.analysis import bmlama_study, claims, xcomps_paper
+
+    assert not hasattr(xcomps_paper, "_slope") and not hasattr(bmlama_study, "_slope")
+    x, v = np.array([0, 1, 2, np.nan, 2]), np.array([1.0, 2.5, 5.0, 9.0, np.nan])
+    assert claims.slope(v, x) == pytest.approx(2.0)
+    assert np.isnan(claims.slope(v, np.ones(5)))

@@ -447,7 +447,7 @@ def test_pages_print_the_form_that_runs_from_the_repository_root():
                        "127 from the repository root in a fresh shell):\n" + "\n".join(found))
 
 
-def test_a_bare_program_is_caught():
+def test_a_bare_program_is_caught(data_dir):  # the papermill sizes are checked against the data
     text = ("```bash\nN=${N:-500}  # pairs\njupytext --to ipynb -o build/d.ipynb "
             "notebooks/direct_scoring.md\n.venv/bin/papermill build/d.ipynb build/o.ipynb -p n_pairs "
             "$N\n```\n\nRun `xcomps-study run direct --task dust --n-pairs 5`; the runs "

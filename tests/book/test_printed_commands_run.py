@@ -59,7 +59,8 @@ HUB_OR_GPU = re.compile(r"(?:--model|-p model)\s+(?![./~])[\w.-]+/[\w.-]+|(?:--d
 #: the one clear error such a command stops with offline on a CPU
 CLEAR_ERROR = re.compile(r"not found: it is not an embedded model, not a local folder, and not in "
                          r"the local Hugging Face cache, and the Hugging Face hub is not reachable"
-                         r"|device 'cuda(?::\d+)?' is not available")
+                         r"|the 'device' parameter must be a device this machine has: .*; "
+                         r"got 'cuda(?::\d+)?'")
 
 
 @dataclass

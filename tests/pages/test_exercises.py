@@ -91,11 +91,11 @@ def test_reprobe_reproduces_the_stored_probe_and_leaks_with_sentence_folds(lm, t
     assert asked == [(res.provenance("neuro")["key"]["model"], ["en"], ["neuro"])]
     again, _ = exercises.compare_folds(local, pairs, "en")
     pd.testing.assert_frame_equal(again, table, atol=1e-6)
-    with pytest.raises(ValueError, match="no pair of language"):
+    with pytest.raises(ValueError, match="the 'lang' parameter must be a language of the pairs; got 'xx'"):
         exercises.with_states(shipped, pairs, "xx", run)
-    with pytest.raises(ValueError, match="no pair of language"):
+    with pytest.raises(ValueError, match="the 'lang' parameter must be a language of the pairs; got 'xx'"):
         exercises.reprobe(res, pairs, lang="xx")
-    with pytest.raises(ValueError, match="folds must be"):
+    with pytest.raises(ValueError, match="the 'folds' parameter must be 'leak_free' or 'sentences'; got 'items'"):
         exercises.reprobe(res, pairs, folds="items")
     with pytest.raises(KeyError, match="no Neuro run"):
         exercises.reprobe(methods.Results(res.measures, {}, res.store), pairs)

@@ -56,7 +56,7 @@ import pandas as pd
 
 from ..lm.precision import decide, per_unit_tolerance
 from .claims import (ALPHA, INVERTED, ClaimTest, bootstrap_means, finish, language_claim,
-                     permutation_p, relabelings)
+                     permutation_p, relabelings, slope)
 from .families import SESOI, correct
 from .scored import scored_pairs as _scored_pairs
 
@@ -344,15 +344,6 @@ def _nats_row(real: pd.DataFrame, control: pd.DataFrame, prefix: str, n_boot: in
 
 # --- language-level claims ----------------------------------------------------------------------
 
-def _slope(v: np.ndarray, x: np.ndarray) -> float:
-    x = np.asarray(x, dtype=float)
-    ok = np.isfinite(v) & np.isfinite(x)
-    x, v = x[ok], np.asarray(v, float)[ok]
-    xc = x - x.mean() if len(x) else x
-    den = float(xc @ xc)
-    return float(xc @ (v - v.mean()) / den) if den > 0 else math.nan
-
-
 def _corr(v: np.ndarray, x: np.ndarray) -> float:
     x = np.asarray(x, dtype=float)
     ok = np.isfinite(v) & np.isfinite(x)
@@ -545,14 +536,14 @@ def _trend(claim, hypothesis, table, typology, value, label, order, direction, s
         claim, hypothesis, f"slope of language {value} per {unit_words} (the slope the test "
         f"finds most central; tested on the languages' ranks"
         + (f", within each {strata}" if st is not None else "") + ")", ranks, x,
-        lambda v, l: _slope(v, l.astype(float)), direction, strata=st, source=BMLAMA_SOURCE,
+        lambda v, l: slope(v, l.astype(float)), direction, strata=st, source=BMLAMA_SOURCE,
         scope=scope, null_hypothesis=f"a language's {value} does not depend on its {label}"
         + (f" within its {strata}" if st is not None else ""), n_obs=len(d),
         caveat=_strata_caveat(st, x, label), n_perm=n_perm, seed=seed)
     v, xv = d[value].to_numpy(float), x.to_numpy(float)
     if t.verdict == "cannot be decided":
         # no relabeling can decide: no interval, and the plain least-squares slope describes
-        return replace(t, effect=_slope(v, xv), measure=f"least-squares slope of language "
+        return replace(t, effect=slope(v, xv), measure=f"least-squares slope of language "
                        f"{value} per {unit_words} (a description: the test, on the languages' "
                        f"ranks, cannot decide)", sesoi=sesoi, margin=sesoi)
     inv = TrendInversion(v, xv, None if st is None else st.to_numpy(dtype=object), n_perm, seed)
@@ -561,7 +552,7 @@ def _trend(claim, hypothesis, table, typology, value, label, order, direction, s
         est = inv.estimate() if describe else math.nan
     else:   # the interval changes no verdict that decides no side (simulations skip it)
         lo = hi = est = math.nan
-    t = replace(t, effect=est if np.isfinite(est) else _slope(v, xv), ci_low=lo, ci_high=hi,
+    t = replace(t, effect=est if np.isfinite(est) else slope(v, xv), ci_low=lo, ci_high=hi,
                 interval_at=inv,
                 test=f"{t.test}; {INVERTED} (accuracy minus slope × label, relabeled alike)")
     if sesoi is None:

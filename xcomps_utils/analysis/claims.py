@@ -67,7 +67,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-__all__ = ["ClaimTest", "SAVED_FIELDS", "cluster_bootstrap", "bootstrap_means", "verdict",
+__all__ = ["ClaimTest", "SAVED_FIELDS", "slope", "cluster_bootstrap", "bootstrap_means", "verdict",
            "evaluate_claim", "decided", "items_needed", "DEFAULT_N_BOOT", "ALPHA", "VERDICTS",
            "permutation_test", "relabelings", "language_claim", "finish", "INVERTED",
            "percentile_interval", "bootstrap_p", "permutation_p", "equivalence_p",
@@ -618,6 +618,25 @@ def _labelings(labels: np.ndarray, strata: np.ndarray | None, limit: int):
             lab[idx] = perm
         out.append(lab)
     return out
+
+
+def slope(v, x) -> float:
+    """The least-squares slope of ``v`` on ``x`` (NaN pairs dropped; NaN without two ``x``
+    values): the statistic of the trend tests over languages, run once per relabeling of a
+    permutation test (no ``mean`` calls: ``x`` centred, ``v`` not needed centred).
+
+    Args:
+        v, x: ``[n]`` values and labels (any float-castable).
+    """
+    x, v = np.asarray(x, dtype=float), np.asarray(v, dtype=float)
+    ok = np.isfinite(v) & np.isfinite(x)
+    if not ok.all():
+        x, v = x[ok], v[ok]
+    if not len(x):
+        return math.nan
+    xc = x - x.sum() / len(x)
+    den = float(xc @ xc)
+    return float(xc @ v / den) if den > 0 else math.nan
 
 
 def permutation_test(labels, statistic: Callable[[np.ndarray], float], strata=None,

@@ -75,7 +75,7 @@ from ..lm.words import token_boundaries, token_spans, word_spans
 from ..methods.perplexity import normalized_proportion, PERIODS, plain_proportion
 from ..pairs.xcomps import languages
 
-__all__ = ["CATEGORIES", "ConceptSpan", "concept_span", "continuation_logprob", "split_pair",
+__all__ = ["conditional_decisions", "CATEGORIES", "ConceptSpan", "concept_span", "continuation_logprob", "split_pair",
            "split_pair_parts", "Decomposition", "decompose_pairs", "proportion_summary", "mismatched_pairs",
            "CONTROL_MARK"]
 
@@ -453,6 +453,31 @@ def decompose_pairs(pairs: pd.DataFrame, tokens: pd.DataFrame, *, bos_policy: st
     out["morphology"] = out["lang"].map(lang_table["morphological_type"])
     out["resource_level"] = out["lang"].map(lang_table["resource_level"])
     return Decomposition(out, _keyed(groups, keys), _keyed(toks, keys))
+
+
+def conditional_decisions(pairs: pd.DataFrame) -> pd.DataFrame:
+    """``pairs`` (:attr:`Decomposition.pairs`, joined with the run's ``direct_near_tie_tolerance``)
+    with conditional Direct decided by the one rule, :func:`xcomps_utils.lm.precision.decide`:
+    ``cond_decision`` is ``"tie"`` where ``cond_delta`` is 0, ``"near_tie"`` where it is within the
+    run's error bound of the pair, else ``"right"`` or ``"wrong"``; ``cond_near_tie`` beside it. The
+    bound is the whole pair's (a sum over every token of both sentences bounds the sum over the
+    continuation's tokens), so conditional Direct's near ties are left out of its accuracy as
+    Direct's are (:func:`xcomps_utils.analysis.scored.decided_rows`), never counted by their sign.
+    Without the tolerance column only exact ties are left out.
+
+    Raises:
+        InputError: ``pairs`` has no ``cond_delta``.
+    """
+    from ..errors import InputError
+    from ..lm.precision import decide
+
+    if "cond_delta" not in pairs:
+        raise InputError(f"the 'pairs' parameter must hold 'cond_delta' (decompose_pairs); got "
+                         f"{list(pairs.columns)}")
+    tol = (pairs["direct_near_tie_tolerance"].fillna(0).to_numpy(float)
+           if "direct_near_tie_tolerance" in pairs else np.zeros(len(pairs)))
+    label = decide(pairs["cond_delta"].to_numpy(float), tol)
+    return pairs.assign(cond_decision=label, cond_near_tie=(label == "near_tie").astype(float))
 
 
 def _keyed(frames: list[dict], keys: list[tuple[str, str]]) -> pd.DataFrame:

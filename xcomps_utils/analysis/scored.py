@@ -21,9 +21,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..errors import InputError
 from ..lm.precision import decide, decisions, per_unit_tolerance
 
-__all__ = ["scored_pairs", "decided_rows", "judge_columns", "KEYS"]
+__all__ = ["scored_pairs", "decided_rows", "decision_labels", "judge_columns", "KEYS"]
 
 #: a pair's identity in a run (:func:`xcomps_utils.runs.planner.prepare_pairs`): the scored pairs are
 #: joined on those of them the pairs carry, as text
@@ -48,28 +49,42 @@ def judge_columns(correct: str) -> dict | None:
     return {k: judge + k for k in ("correct", "decision", "tie", "near_tie")}
 
 
-def decided_rows(df: pd.DataFrame, correct: str) -> pd.DataFrame:
-    """The rows of ``df`` that are a decision of the judge whose column is ``correct``.
+def decision_labels(df: pd.DataFrame, correct: str) -> pd.Series:
+    """Each row's decision by the judge whose column is ``correct``: ``"right"``, ``"wrong"``,
+    ``"tie"`` or ``"near_tie"`` (NaN where ``correct`` is missing), the one entry point every
+    accuracy, count of ties and claim reads.
 
-    A row is a decision when ``correct`` is not missing and its decision is ``"right"`` or
-    ``"wrong"``: the ``<judge>_decision`` column when the table has it (a run's, or
-    :func:`scored_pairs`'), otherwise :func:`xcomps_utils.lm.precision.decisions` of its
-    ``<judge>_tie`` and ``<judge>_near_tie`` columns, the same rule. A column not named as a
-    judge's (:func:`judge_columns`) is a decision where it is not missing.
+    The ``<judge>_decision`` column when the table has it (a run's, :func:`scored_pairs`', or a
+    derived judge's such as conditional Direct,
+    :func:`xcomps_utils.analysis.decompose.conditional_decisions`), otherwise
+    :func:`xcomps_utils.lm.precision.decisions` of its ``<judge>_tie`` and ``<judge>_near_tie``
+    columns, the same rule. A column not named as a judge's (:func:`judge_columns`) decides
+    ``right`` (1) or ``wrong`` (0) where it is not missing.
 
     Raises:
-        ValueError: ``correct`` is not a column of ``df``.
+        InputError: ``correct`` is not a column of ``df``.
     """
-    cols = judge_columns(correct)
     if correct not in df:
-        raise ValueError(f"the table has no column {correct!r} (have {list(df.columns)})")
+        raise InputError(f"the 'correct' parameter must be a column of the table; got "
+                         f"{correct!r} (have {list(df.columns)})")
+    cols = judge_columns(correct)
+    c = df[correct]
     if cols is None:
-        return df[df[correct].notna()]
+        return pd.Series(np.where(c == 1, "right", "wrong"), index=df.index,
+                         dtype=object).where(c.notna())
     if cols["decision"] in df:
-        dec = df[cols["decision"]]
-    else:
-        dec = decisions(df.rename(columns={v: f"j_{k}" for k, v in cols.items() if v in df}), "j")
-    return df[df[correct].notna() & dec.isin(["right", "wrong"])]
+        return df[cols["decision"]].where(c.notna())
+    return decisions(df.rename(columns={v: f"j_{k}" for k, v in cols.items() if v in df}), "j")
+
+
+def decided_rows(df: pd.DataFrame, correct: str) -> pd.DataFrame:
+    """The rows of ``df`` that are a decision of the judge whose column is ``correct``
+    (:func:`decision_labels` ``"right"`` or ``"wrong"``: ties and near ties left out).
+
+    Raises:
+        InputError: ``correct`` is not a column of ``df``.
+    """
+    return df[decision_labels(df, correct).isin(["right", "wrong"])]
 
 
 def scored_pairs(measures: pd.DataFrame, pairs: pd.DataFrame, methods=("direct", "meta"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .claims import bootstrap_means
+from .scored import decision_labels
 
 __all__ = ["wilson_interval", "accuracy_table", "MIN_ITEMS", "length_baseline",
            "FAR_FROM_CHANCE"]
@@ -43,9 +44,9 @@ def accuracy_table(scored: pd.DataFrame, by: str | list[str] = "task",
     percentile bootstrap that resamples whole items (:func:`xcomps_utils.analysis.claims.bootstrap_means`):
     a Wilson interval over pairs that share items is too narrow (it covered 86% for 95%).
     Pairs that are each their own item get Wilson's interval; fewer than :data:`MIN_ITEMS`
-    shared items get none (NaN). A ``decision`` column
-    (:func:`xcomps_utils.lm.precision.decisions`) wins over ``tie`` / ``near_tie``; a pair without a
-    decision or a ``correct`` value is not counted as decided.
+    shared items get none (NaN). Each pair is decided by the one rule every table reads
+    (:func:`xcomps_utils.analysis.scored.decision_labels`: a ``decision`` column wins over ``tie`` /
+    ``near_tie``); a pair without a decision or a ``correct`` value is not counted as decided.
 
     ``scored`` needs a boolean column ``correct``, and may have ``tie`` (the two log-probabilities
     are equal) and ``near_tie`` (their difference is below the precision of the run's dtype, see
@@ -67,14 +68,9 @@ def accuracy_table(scored: pd.DataFrame, by: str | list[str] = "task",
     rows = []
     for key, g in scored.groupby(by, sort=False):
         key = key if isinstance(key, tuple) else (key,)
-        if "decision" in g:
-            tie, near = g["decision"] == "tie", g["decision"] == "near_tie"
-            dec = g[g["decision"].isin(["right", "wrong"])]
-        else:
-            tie = g["tie"].astype(bool) if "tie" in g else pd.Series(False, index=g.index)
-            near = (g["near_tie"].astype(bool) & ~tie if "near_tie" in g
-                    else pd.Series(False, index=g.index))
-            dec = g[~(tie | near) & g["correct"].notna()]
+        label = decision_labels(g, "correct")
+        tie, near = label == "tie", label == "near_tie"
+        dec = g[label.isin(["right", "wrong"])]
         k, n = int(dec["correct"].astype(bool).sum()), len(dec)
         shared = item is not None and dec[item].nunique() < n  # some item holds several pairs
         if not n:

@@ -21,7 +21,7 @@ import pandas as pd
 
 from . import claims, families
 from .claims import (DEFAULT_N_BOOT, ClaimTest, bootstrap_means, evaluate_claim, finish,
-                     language_claim, percentile_interval, permutation_p)
+                     language_claim, percentile_interval, permutation_p, slope)
 from .families import SESOI
 from .scored import decided_rows, scored_pairs
 from ..pairs.xcomps import languages, NEGATIVE_TYPES, XCOMPS_LANGUAGES
@@ -204,20 +204,6 @@ def _language_table(scored: pd.DataFrame, correct: str) -> pd.DataFrame:
     return out
 
 
-def _slope(v: np.ndarray, x: np.ndarray) -> float:
-    """Least-squares slope of ``v`` on ``x`` (NaN pairs dropped; NaN without two x values).
-    Runs once per relabeling of a permutation test: no ``mean`` calls."""
-    x, v = np.asarray(x, dtype=float), np.asarray(v, dtype=float)
-    ok = np.isfinite(v) & np.isfinite(x)
-    if not ok.all():
-        x, v = x[ok], v[ok]
-    if not len(x):
-        return math.nan
-    xc = x - x.sum() / len(x)
-    den = float(xc @ xc)
-    return float(xc @ v / den) if den > 0 else math.nan
-
-
 def _type_trend(claim, hypothesis, scored, correct, label_col, order, strata_col, direction,
                 item, n_boot=DEFAULT_N_BOOT, seed=0, confidence=0.95, n_perm=9999):
     langs = _language_table(scored, correct)
@@ -233,7 +219,7 @@ def _type_trend(claim, hypothesis, scored, correct, label_col, order, strata_col
 
     def combine(m, levels):
         xs = np.array([x.get(l, np.nan) for l in levels], float)
-        return np.array([_slope(row, xs) for row in m])
+        return np.array([slope(row, xs) for row in m])
     _, lo, hi, _ = bootstrap_means(decided_rows(scored, correct), correct, item, "lang",
                                    combine, n_boot=n_boot, seed=seed, confidence=confidence)
     strata = langs[strata_col].rename(strata_col.replace("_", " "))
@@ -241,7 +227,7 @@ def _type_trend(claim, hypothesis, scored, correct, label_col, order, strata_col
     name = label_col.replace("_", " ")
     return language_claim(
         claim, hypothesis, f"slope of language accuracy per {name} step", langs["accuracy"],
-        code, lambda v, l: _slope(v, l.astype(float)), direction,
+        code, lambda v, l: slope(v, l.astype(float)), direction,
         strata=strata if stratified else None, source=XCOMPS_SOURCE, scope=_method(correct),
         null_hypothesis=f"a language's accuracy does not depend on its {name}"
         + (f" within its {strata.name}" if stratified else ""),

@@ -294,7 +294,8 @@ def xcomps_split(pairs: pd.DataFrame, res) -> XcompsSplit:
     dec = decompose.decompose_pairs(pairs, res.detail("direct_tokens"), bos_policy=bos_policy)
     decisions = pair_table(res.measures, pairs)[["lang", "pair_id", "direct_decision",
                                                  "direct_near_tie_tolerance"]]
-    d = dec.pairs.merge(decisions, on=["lang", "pair_id"], how="left")
+    d = decompose.conditional_decisions(dec.pairs.merge(decisions, on=["lang", "pair_id"],
+                                                        how="left"))
     return XcompsSplit(dec.tokens, d, bos_policy)
 
 
