@@ -9,4 +9,8 @@ REPLACEMENTS = [
      "null = np.array([slope(ranks, lab) for lab in relabelings(tiers, np.zeros(len(tiers)))])"),
     # q3: the p-value counts only relabelings strictly above the observed slope (ties dropped)
     ("p_free = float(np.mean(free >= observed - 1e-9))", "p_free = float(np.mean(free > observed))"),
+    # q4: the rate per byte divided by the number of characters, not of UTF-8 bytes (the same in
+    # English, not in Greek)
+    ('    n_bytes = {side: frame[side].map(lambda t: len(t.encode("utf-8"))) for side in ("good", "bad")}',
+     '    n_bytes = {side: frame[side].map(len) for side in ("good", "bad")}'),
 ]

@@ -276,7 +276,7 @@ def test_the_printed_gain_verdict_flips_with_the_data():
         return report.claims_markdown(families.correct([f(d, n_boot=300) for f in fns],
                                                      "concept prior, pooled", "confirmatory"))
     def gain_row(md):  # the table's second row: direct_gains_from_prior
-        return [r for r in md.splitlines() if r.startswith("| <details>")][1]
+        return [r for r in md.splitlines() if r.startswith("| <details")][1]
     helps = gain_row(printed(_prior_pairs(20, 1.0, spread=0.5)))
     hurts = gain_row(printed(_prior_pairs(21, 0.0, n_items=120, spread=9.0)))
     assert "| **Supported** |" in helps and "| **Contradicted** |" in hurts

@@ -159,6 +159,36 @@ def test_teaching_outline_covers_every_page():
                 assert f"{{ref}}`{label}`" in teaching, f"exercise {label} not in teaching.md"
 
 
+def test_every_class_lists_its_prerequisites_time_and_exercises():
+    """Issue 45 item 7: each class of book/teaching.md opens with what it assumes and how long it
+    takes (as the Pythia cookbooks do), and the outline's exercise count of a class is the number
+    of exercises its own table lists."""
+    teaching = (BOOK / "teaching.md").read_text(encoding="utf-8")
+    outline = dict(re.findall(r"^\| (\d)\. [^|]+\|(?:[^|]+\|){2} (\d+) \| `a\d_\w+` \|$", teaching,
+                              flags=re.M))
+    sections = re.split(r"^### Class (\d)\. ", teaching, flags=re.M)[1:]
+    classes = {n: body.split("\n## ")[0] for n, body in zip(sections[::2], sections[1::2])}
+    assert sorted(classes) == sorted(outline) == [str(i) for i in range(1, 7)], (classes, outline)
+    for n, body in classes.items():
+        head = body.split("*Reading*")[0]
+        assert re.search(r"\*Prerequisites\*: \S", head), f"class {n}: no prerequisites"
+        assert re.search(r"\*Time\*: \S", head), f"class {n}: no time"
+        listed = len(re.findall(r"^\| \{ref\}`[\w-]+` \|", body, flags=re.M))
+        assert listed == int(outline[n]), f"class {n}: {listed} exercises listed, {outline[n]} said"
+
+
+def test_class_6_assignment_covers_the_grammar_chapter_it_reads():
+    """Class 6 reads the grammar chapter; its assignment asks an auto-graded question on it (the
+    conventions it compares, checked against the library's grammar_study), not only on BMLAMA."""
+    master = (REPO / "assignments" / "a6_languages" / "a6_languages.md").read_text(encoding="utf-8")
+    teaching = (BOOK / "teaching.md").read_text(encoding="utf-8")
+    assert "{doc}`executed/grammar_across_languages`" in teaching.split("### Class 6.")[1]
+    graded = [q for q in re.findall(r"# BEGIN QUESTION\n(.*?)# END QUESTION", master, flags=re.S)
+              if "manual: true" not in q]
+    on_grammar = [q for q in graded if "G.convention_decisions" in q and "multiblimp:" in master]
+    assert on_grammar, "a6_languages asks no graded question on the grammar chapter"
+
+
 def test_makefile_reads_the_chapters_declarations():
     """Issue 43: the Makefile declares no chapter's sizes or description of its own (they were 36
     SMOKE_/PUBLISH_/DESC_ variables held equal to pages/params.py by a test); it asks the

@@ -41,10 +41,24 @@ def _verdict_folder(folder: Path) -> dict:
     return tests
 
 
+GLUED = "application/papermill.record/text/markdown"  # myst-nb's glue, not displayed
+
+
+def outputs_markdown(nb: dict) -> list[str]:
+    """The Markdown and HTML every output of an executed notebook shows, glued ones (a
+    chapter's box, :mod:`xcomps_utils.pages.finds`) included."""
+    return ["".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/markdown", ""))
+            + "".join(o.get("data", {}).get(GLUED, ""))
+            + "".join(o.get("data", {}).get("text/html", ""))
+            for c in nb["cells"] for o in c.get("outputs", [])]
+
+
 @pytest.mark.slow
-def test_findings_page_shows_what_the_pages_printed(tmp_path, monkeypatch):
+def test_findings_page_shows_what_the_pages_printed(tmp_path, monkeypatch, data_dir):
     import jupytext
     import papermill
+
+    from xcomps_utils.pages import chapters
 
     tests = _verdict_folder(tmp_path / "verdicts")
     monkeypatch.delenv("XCOMPS_VERDICTS", raising=False)  # the page reads its parameter
@@ -53,39 +67,37 @@ def test_findings_page_shows_what_the_pages_printed(tmp_path, monkeypatch):
     papermill.execute_notebook(str(src), str(out), parameters={"verdicts": str(tmp_path / "verdicts")},
                                cwd=str(tmp_path), kernel_name="python3", progress_bar=False)
     nb = json.loads(out.read_text())
-    texts = ["".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/markdown", ""))
-             + "".join(o.get("data", {}).get("text/html", ""))
-             for c in nb["cells"] for o in c.get("outputs", [])]
+    texts = outputs_markdown(nb)
     page = "\n".join(texts)
     blimp, dust = tests["token_perplexity_results"]
     crows = tests["xcomps_results"][0]
     assert (blimp.verdict, dust.verdict, crows.verdict) == ("supported", "contradicted",
                                                             "cannot be decided")
+    rows, _ = verdicts.read_verdicts(tmp_path / "verdicts")
+    sizes = chapters.findings_sizes(rows)[1]
+    # the page opens with the findings in words, in its box, glued from its first cell
+    (box,) = [o["data"][GLUED] for c in nb["cells"] for o in c.get("outputs", [])
+              if o.get("metadata", {}).get("scrapbook", {}).get("name") == "finds"]
+    assert box.startswith("::::{admonition} What the book finds\n")
+    assert report.findings_words(rows, sizes) in box
+    # (a family of the test's own: each claim named by its name, measured in its measure)
+    assert "* **(not named)**: *Holds*: above chance (blimp: +" in box
+    assert "*Fails*: above chance (dust: the other side holds: " in box
+    # then the table, a row per claim and scope, linked to its test
+    assert report.findings_table(rows, sizes) in page
+    assert f'href="token_perplexity_results.html#{report.claim_anchor(blimp.family, blimp.claim, blimp.scope)}"' in page
     # the headline: 3 tests on 2 pages, counted by verdict; the pages that printed nothing named
     assert ("**3 tests** on 2 pages: 1 supported, 1 contradicted, 0 negligible, 0 equivalent, "
             "0 inconclusive, 1 cannot be decided.") in page
     missing = [p for p in dict.fromkeys(f.chapter for f in families.FAMILIES.values())
                if p not in tests]
     assert "No verdicts from " + ", ".join(f"`{p}`" for p in missing) in page
-    # one row per test, in the confirmatory and the exploratory tables, linked to its page
-    confirmatory = next(t for t in texts if "| blimp |" in t)
-    rows = [r for r in confirmatory.splitlines() if r.startswith("| {doc}")]
-    assert len(rows) == 2 and "| dust |" in rows[1] and "| crows |" not in confirmatory
-    assert rows[0].startswith("| {doc}`token perplexity results "
-                              "</executed/token_perplexity_results>` | <details><summary>the "
-                              "correct prompt gets lower perplexity than the incorrect one")
-    assert rows[0].endswith(f" | **Supported** | {blimp.effect:.2f} [{blimp.adj_low:.2f}, "
-                            f"{blimp.adj_high:.2f}] *adj.* | 60 items | blimp |")
-    assert "**Contradicted**" in rows[1]
-    exploratory = next(t for t in texts if "| crows |" in t)
-    (row,) = [r for r in exploratory.splitlines() if r.startswith("| {doc}")]
-    assert row.startswith("| {doc}`xcomps results </executed/xcomps_results>` |")
-    assert row.endswith(f"| **Cannot be decided with 5 items** | {crows.effect:.2f} *description* "
-                        f"[{crows.ci_low:.2f}, {crows.ci_high:.2f}] | 5 items | crows |")
-    # the counts per role and model (the pages named no model here)
+    # the deciding sizes of the confirmatory tests; the exercises ran
+    assert "Of **2 confirmatory tests**: decided: 2;" in page
     counts = next(t for t in texts if "<table" in t and "cannot be decided" in t)
     assert "confirmatory" in counts and "(not named)" in counts and not any(
         o.get("output_type") == "error" for c in nb["cells"] for o in c.get("outputs", []))
+    assert "2 verdict files, 3 tests; (not named): 3 tests" in page  # the first exercise
 
 
 def test_deciding_sizes_say_decided_how_many_more_or_why_never(tmp_path):
@@ -172,7 +184,7 @@ def test_findings_sizes_reads_what_the_xcomps_sample_holds_and_counts_the_outcom
     assert summary == ("Of **5 confirmatory tests**: decided: 1; more data decides it: 0; needs "
                        "an equivalence test: 1; undecidable by design: 3.")
     assert list(sizes.columns) == ["claim", "model", "verdict", "outcome", "to decide", "n",
-                                   "unit", "page"]
+                                   "unit", "page", "why"]
     table = report.deciding_sizes_markdown(sizes)
     assert table.count("\n| {doc}`") == 5 and "xcomps-verdicts" in table      # framed: wraps
     assert ("| {doc}`direct tracks neuro </executed/xcomps_results>` | m | inconclusive | 7 "

@@ -103,7 +103,9 @@ def test_models_page_puts_every_model_of_its_store_side_by_side(tmp_path, store_
                                parameters={"store": str(tmp_path / "store"), "n_boot": 200,
                                            "verdicts": str(tmp_path / "verdicts")})
     nb = json.loads(out.read_text())
+    # the page's opening words are its box, glued (xcomps_utils.pages.finds) from a later cell
     texts = ["".join(o.get("data", {}).get("text/markdown", ""))
+             + "".join(o.get("data", {}).get("application/papermill.record/text/markdown", ""))
              + "".join(o.get("data", {}).get("text/html", ""))
              for c in nb["cells"] for o in c.get("outputs", [])]
     page = "\n".join(texts)

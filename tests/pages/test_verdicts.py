@@ -108,16 +108,20 @@ def test_findings_table_and_counts_read_what_the_pages_printed(tmp_path):
     rows, missing = verdicts.read_verdicts(folder)
     assert missing == [p for p in families.chapters_with_claims() if p not in printed]
     assert rows.page.tolist() == ["xcomps_results", "xcomps_results", "token_perplexity_results"]
-    header, found = _table(report.findings_markdown(rows))
-    assert header == "| page | claim | model | verdict | effect [interval] | n | scope |"
-    # each row as its page printed it, with a link to the page as _toc.yml names it
-    for row, (page, k) in zip(found, [("xcomps_results", 0), ("xcomps_results", 1),
-                                      ("token_perplexity_results", 0)]):
-        assert row[1] == printed[page][k][0] and row[3:] == printed[page][k][1:]
-        assert row[0] == f"{{doc}}`{page.replace('_', ' ')} </executed/{page}>`"
-    assert found[0][3:5] == ["**Supported**", f"{confirmed[0].effect:.2f} "
-                             f"[{confirmed[0].adj_low:.2f}, {confirmed[0].adj_high:.2f}] *adj.*"]
-    assert found[2][3] == "**Cannot be decided with 5 items**"
+    # the findings table: a row per claim and scope under its question, a column per model (none
+    # named here), each cell's mark and effect linked to the row its page printed
+    header, found = _table(report.findings_table(rows))
+    assert header == "| claim | (not named) |"
+    assert [re.sub(r"<[^>]+>", "", r[0]).strip() for r in found] == [
+        "**XCOMPS**", "above chance t", "**Token-level perplexity**", "above chance t"]
+    for row, page in ((found[1], "xcomps_results"), (found[3], "token_perplexity_results")):
+        anchor = re.search(rf'href="{page}.html#([\w-]+)"', row[1]).group(1)
+        assert any(f'id="{anchor}"' in cell for printed_row in printed[page]
+                   for cell in printed_row)
+    assert re.sub(r"<[^>]+>", "", found[1][1]) == (  # a family of its own: its measure
+        f"✓2 of 2 tests; {confirmed[0].effect:+.2f} to {confirmed[1].effect:+.2f} "
+        f"{confirmed[0].measure}")
+    assert "∅ " in found[3][1]  # 5 items: cannot be decided
     counts = verdicts.verdict_counts(rows)
     assert counts.loc[("confirmatory", "(not named)"), "supported"] == 2
     assert counts.loc[("exploratory", "(not named)"), "cannot be decided"] == 1
@@ -125,7 +129,7 @@ def test_findings_table_and_counts_read_what_the_pages_printed(tmp_path):
     (folder / "xcomps_results.csv").write_text("claim,verdict\nx,supported\n")
     with pytest.raises(ValueError, match="xcomps_results.csv: its columns"):
         verdicts.read_verdicts(folder)
-    assert report.findings_markdown(rows.iloc[:0]) == ""
+    assert report.findings_table(rows.iloc[:0]) == ""
 
 
 def test_a_test_read_back_from_its_file_is_the_test_recorded(tmp_path):

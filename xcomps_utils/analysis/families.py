@@ -3,8 +3,9 @@
 A *family* is the tests a page prints together (:class:`Family`): the papers' primary claims are
 one *confirmatory* family; per-language, per-task and second-model tests are *exploratory*
 families. Every family the book forms is declared once, in :data:`FAMILIES` (its chapter, its
-role, its claims and each claim's smallest effect of interest, from :data:`SESOI`), before the
-data are read; :func:`correct` checks a family's tests against its declaration and adjusts them
+role, its claims, each a :class:`Claim`: its smallest effect of interest, from :data:`SESOI`, its
+short name, the unit of its effect in words and what its outcomes mean for it), before the data
+are read; :data:`QUESTIONS` says which paper's question (or the book's own) each chapter tests; :func:`correct` checks a family's tests against its declaration and adjusts them
 with Holm's step-down method (Holm, 1979, ``statsmodels``), so the chance of any false decision in
 a family stays at 5%.
 
@@ -18,14 +19,86 @@ from the adjusted p-values (:func:`xcomps_utils.analysis.claims.finish`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Mapping
 
 import numpy as np
 
-from .claims import ALPHA, ClaimTest, finish
+from .claims import ALPHA, VERDICTS, ClaimTest, finish
 
-__all__ = ["Family", "SESOI", "FAMILIES", "declared_family", "chapters_with_claims", "testable",
+__all__ = ["Claim", "Family", "SESOI", "FAMILIES", "OUTCOMES", "READINGS", "QUESTIONS",
+           "declared_family", "declared_claim", "question_of", "chapters_with_claims", "testable",
            "correct"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A claim as its family declares it: its smallest effect of interest, and how the book
+    names it, measures it and reads its outcomes in words (the findings page's sentences and
+    table, each chapter's box: :func:`xcomps_utils.analysis.report.findings_words`).
+
+    Attributes:
+        sesoi: the smallest effect of interest (the equivalence margin and the size
+            ``items_needed`` plans for, in the claim's measure), or None for a claim with no
+            equivalence test (a permutation over languages).
+        short: the claim in a few words ("English advantage").
+        effect_unit: what its effect is measured in, in words ("accuracy, English minus the
+            others' mean"): not the unit of analysis (:attr:`ClaimTest.unit`, items or
+            languages).
+        means: what an outcome means for the claim where its label does not say it (the
+            verdict -> words; "equivalent" of ``pivotal_rarely_whole``: the paper's reading
+            fails). An outcome not named reads as :data:`OUTCOMES` says.
+
+    Raises:
+        ValueError: an empty ``short`` or ``effect_unit``; ``means`` naming an outcome that is
+            not one of :data:`xcomps_utils.analysis.claims.VERDICTS`.
+    """
+
+    sesoi: float | None
+    short: str
+    effect_unit: str
+    means: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self):
+        for name in ("short", "effect_unit"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"the {name!r} parameter of a Claim must be a non-empty string "
+                                 f"(how the findings page names the claim); got {value!r}")
+        unknown = [v for v in self.means if v not in VERDICTS]
+        if unknown:
+            raise ValueError(f"the 'means' parameter of a Claim must name outcomes of "
+                             f"claims.VERDICTS {list(VERDICTS)}; got {unknown}")
+
+    def reading(self, verdict: str) -> tuple[str, str]:
+        """``(reading, words)`` of an outcome for this claim: the reading, one of
+        :data:`READINGS`, from :data:`OUTCOMES`; the words from :attr:`means`, else the
+        outcome's own.
+
+        Raises:
+            ValueError: an outcome not in :data:`xcomps_utils.analysis.claims.VERDICTS`.
+        """
+        if verdict not in OUTCOMES:
+            raise ValueError(f"the 'verdict' parameter must be one of {list(OUTCOMES)}; "
+                             f"got {verdict!r}")
+        reading, words = OUTCOMES[verdict]
+        return reading, self.means.get(verdict, words)
+
+
+#: what a claim's reading is, in the order the findings page says them: it holds, it fails (the
+#: other side, or no effect of the size that matters), it is not decided at this size, or no
+#: size of the data available decides it
+READINGS = ("holds", "fails", "undecided", "undecidable")
+#: each outcome's reading for the claim (:data:`READINGS`) and its words, where a claim's
+#: declaration (:attr:`Claim.means`) says nothing more precise
+OUTCOMES = {
+    "supported": ("holds", "holds"),
+    "contradicted": ("fails", "the other side holds"),
+    "negligible": ("fails", "an effect too small to matter"),
+    "equivalent": ("fails", "no effect of the size that matters"),
+    "inconclusive": ("undecided", "not decided at this size"),
+    "cannot be decided": ("undecidable", "no outcome of the test could decide it"),
+}
 
 
 @dataclass(frozen=True)
@@ -37,15 +110,17 @@ class Family:
         chapter: the chapter (``notebooks/<chapter>.md``) that prints it.
         role: ``"confirmatory"`` (a paper's primary claims, decided before the data were seen)
             or ``"exploratory"``.
-        claims: each claim of the family and its smallest effect of interest (the equivalence
-            margin and the size ``items_needed`` plans for, in the claim's measure), or None
-            for a claim with no equivalence test (a permutation over languages).
+        claims: each claim of the family (its name -> :class:`Claim`).
+        per: ``""``, or what each of its tests is one of when the family tests a claim once per
+            task or language (``"task"``, ``"language"``): the findings table counts those
+            tests in one cell.
     """
 
     name: str
     chapter: str
     role: str
     claims: dict
+    per: str = ""
 
 
 #: smallest effects of interest (the size ``items_needed`` plans for), in each measure's unit.
@@ -56,46 +131,123 @@ class Family:
 #: derived from the resource trend's margin, not from them)
 SESOI = {"accuracy": 0.05, "slope": 0.05, "correlation": 0.3, "proportion": 0.1, "span": 0.1}
 _A, _P, _C = SESOI["accuracy"], SESOI["proportion"], SESOI["correlation"]
-_XCOMPS = {"english_advantage": _A, "english_rank": None, "subtle_negatives_harder": _A,
-           "morphology_trend": None, "resource_trend": None}
+_ENGLISH_RANK = "English ranks first"
+_XCOMPS = {
+    "english_advantage": Claim(_A, "English advantage", "accuracy, English minus the others' mean",
+                               {"contradicted": "English is below the other languages"}),
+    "english_rank": Claim(None, _ENGLISH_RANK, "accuracy, English minus the others' mean"),
+    "subtle_negatives_harder": Claim(_A, "subtle negatives are harder",
+                                     "accuracy, random minus subtle negatives",
+                                     {"contradicted": "subtle negatives are easier"}),
+    "morphology_trend": Claim(None, "accuracy falls with morphology",
+                              "accuracy per morphology step"),
+    "resource_trend": Claim(None, "accuracy rises with resources",
+                            "accuracy per resource-level step")}
+_DIRECT_NEURO = "Direct tracks the probe"
 
 #: Every family the book's pages form, in one table: chapter, claims, role, and each claim's
-#: smallest effect of interest. :func:`correct` reads it (a declared family's role, its claims
-#: and their SESOI are checked); :func:`xcomps_utils.analysis.report.family_table` shows it with
-#: what each test can decide at its run's size.
+#: smallest effect of interest, short name, effect unit and outcomes in words. :func:`correct`
+#: reads it (a declared family's role, its claims and their SESOI are checked);
+#: :func:`xcomps_utils.analysis.report.family_table` shows it with what each test can decide at
+#: its run's size; the findings page names and reads every claim from it.
 FAMILIES = {f.name: f for f in (
     Family("XCOMPS, primary claims (Direct)", "xcomps_results", "confirmatory",
-           {**_XCOMPS, "direct_tracks_neuro": _C}),
+           {**_XCOMPS, "direct_tracks_neuro": Claim(
+               _C, _DIRECT_NEURO, "Pearson r across languages, mean within negative types")}),
     Family("XCOMPS, Meta and second model", "xcomps_results", "exploratory", _XCOMPS),
     Family("token-level perplexity, primary claims", "token_perplexity_results", "confirmatory",
-           {"pivotal_carries_most": _P, "pivotal_rarely_whole": _P}),
+           {"pivotal_carries_most": Claim(
+               _P, "the pivotal token carries most", "pivotal share of the mean signed Δs",
+               {"contradicted": "the other tokens carry most"}),
+            "pivotal_rarely_whole": Claim(
+                _P, "the other tokens carry a part", "non-pivotal share of Σ|Δs|",
+                {"equivalent": "the paper's reading fails: the pivotal tokens "
+                               "explain the difference whole",
+                 "negligible": "the paper's reading fails: the other tokens' "
+                               "part is too small to matter",
+                 "contradicted": "the paper's reading fails: the other tokens push against "
+                                 "the total"})},
+           per="task"),
     Family("token-level perplexity, per task", "token_perplexity_results", "exploratory",
-           {"above_chance": _A, "order_effect": _A, "pivotal_influence": _P,
-            "pivotal_direction": _P}),
+           {"above_chance": Claim(_A, "above the drawn chance", "accuracy above the drawn chance",
+                                  {"equivalent": "at chance", "contradicted": "below chance"}),
+            "order_effect": Claim(_A, "the order of the two matters",
+                                  "accuracy, good first minus the other order",
+                                  {"equivalent": "the order does not matter"}),
+            "pivotal_influence": Claim(_P, "pivotal tokens follow the labels",
+                                       "|label share| above random signs"),
+            "pivotal_direction": Claim(_P, "pivotal tokens favour the correct prompt",
+                                       "signed pivotal share (−1 to 1)",
+                                       {"contradicted": "pivotal tokens favour the incorrect "
+                                                        "prompt"})},
+           per="task"),
     Family("where Δ comes from", "xcomps_token_level", "exploratory",
-           {"concept_carries_most": _P, "property_above_chance": _A}),
+           {"concept_carries_most": Claim(_P, "concept tokens carry most",
+                                          "share of Δ on concept tokens",
+                                          {"contradicted": "the property tokens carry most"}),
+            "property_above_chance": Claim(_A, "property tokens prefer the acceptable",
+                                           "conditional accuracy above its drawn chance")}),
     Family("concept prior, pooled", "xcomps_token_level", "confirmatory",
-           {"prior_favours_acceptable": _P, "direct_gains_from_prior": _A}),
+           {"prior_favours_acceptable": Claim(_P, "the concept prior favours the acceptable",
+                                              "share of pairs, minus one half"),
+            "direct_gains_from_prior": Claim(_A, "Direct gains from the prior",
+                                             "accuracy, Direct minus conditional Direct")}),
     Family("Direct's gain, per language", "xcomps_token_level", "exploratory",
-           {"direct_gains_from_prior": _A}),
+           {"direct_gains_from_prior": Claim(_A, "Direct gains from the prior",
+                                             "accuracy, Direct minus conditional Direct")},
+           per="language"),
     Family("cross-lingual agreement", "xcomps_token_level_agreement", "exploratory",
-           {"cross_lingual_agreement": _P, "agreement_follows_morphological_type": None,
-            "agreement_follows_resource_level": None}),
+           {"cross_lingual_agreement": Claim(_P, "items known across languages",
+                                             "Cohen's κ, mean over language pairs"),
+            "agreement_follows_morphological_type": Claim(
+                None, "agreement follows morphology", "κ, same minus different type"),
+            "agreement_follows_resource_level": Claim(
+                None, "agreement follows resources", "κ, same minus different level")}),
     Family("across languages", "grammar_across_languages", "exploratory",
-           {"construction_agreement": None, "grammar_tracks_concepts": None}),
+           {"construction_agreement": Claim(None, "hard constructions are hard everywhere",
+                                            "Spearman r, mean over language pairs"),
+            "grammar_tracks_concepts": Claim(None, "grammar tracks concepts",
+                                             "Pearson r across languages")}),
     Family("pivot share per language", "grammar_across_languages", "exploratory",
-           {"pivot_carries_most": None, "pivot_influence": _P}),
+           {"pivot_carries_most": Claim(None, "the pivot carries most",
+                                        "pivot's per-token share above one half",
+                                        {"contradicted": "the other words carry most"}),
+            "pivot_influence": Claim(_P, "the pivot moves more than a later word",
+                                     "share of comparisons above one half")},
+           per="language"),
     Family("BMLAMA, primary claims", "bmlama_languages", "confirmatory",
-           {"resource_trend": SESOI["slope"], "morphology_trend": SESOI["span"], "english_rank": None,
-            "direct_tracks_neuro": None}),
+           {"resource_trend": Claim(SESOI["slope"], "knowledge rises with resources",
+                                    "accuracy beyond the control per tier step"),
+            "morphology_trend": Claim(SESOI["span"], "knowledge falls with morphology",
+                                      "accuracy beyond the control over the index (0 to 1)"),
+            "english_rank": Claim(None, _ENGLISH_RANK,
+                                  "accuracy beyond the control, English minus the others"),
+            "direct_tracks_neuro": Claim(None, "Direct tracks Neuro",
+                                         "Spearman r across languages")}),
     # the co-primary measure of the two trends (issue 42): the knowledge in nats; a trend is a
     # finding only where both measures decide the same side (bmlama_study.coprimary)
     Family("BMLAMA, primary claims in nats", "bmlama_languages", "confirmatory",
-           {"resource_trend": None, "morphology_trend": None}),
+           {"resource_trend": Claim(None, "knowledge rises with resources (nats)",
+                                    "nats beyond the control per tier step"),
+            "morphology_trend": Claim(None, "knowledge falls with morphology (nats)",
+                                      "nats beyond the control over the index (0 to 1)")}),
     Family("BMLAMA, other claims", "bmlama_languages", "exploratory",
-           {"direct_tracks_meta": None, "consistency_follows_family": None,
-            "consistency_follows_script": None}),
+           {"direct_tracks_meta": Claim(None, "Direct tracks Meta", "Spearman r across languages"),
+            "consistency_follows_family": Claim(None, "consistency follows family",
+                                                "RankC beyond chance, same minus other family"),
+            "consistency_follows_script": Claim(None, "consistency follows script",
+                                                "RankC beyond chance, same minus other script")}),
 )}
+
+#: The questions the book answers, in the order the findings page says them: a paper's (its
+#: citation key) or the book's own (no key), each with the chapters that test it. Every chapter
+#: of :data:`FAMILIES` is in one (``tests/analysis/test_families.py``).
+QUESTIONS = {
+    "XCOMPS": ("he2025xcomps", ("xcomps_results",)),
+    "Token-level perplexity": ("prins2026perplexed", ("token_perplexity_results",)),
+    "The book's own questions": ("", ("xcomps_token_level", "xcomps_token_level_agreement",
+                                      "bmlama_languages", "grammar_across_languages")),
+}
 
 
 def declared_family(name: str) -> Family | None:
@@ -105,6 +257,18 @@ def declared_family(name: str) -> Family | None:
         return FAMILIES[name]
     base = name.rsplit(" (", 1)[0] if name.endswith(")") else name
     return FAMILIES.get(base)
+
+
+def declared_claim(family: str, claim: str) -> Claim | None:
+    """The :class:`Claim` a family declares (its name with or without a trailing
+    `` (<model>)``), or None when the family or the claim is undeclared."""
+    fam = declared_family(family)
+    return fam.claims.get(claim) if fam else None
+
+
+def question_of(chapter: str) -> str:
+    """The question of :data:`QUESTIONS` a chapter tests (``""`` for a chapter of none)."""
+    return next((q for q, (_, chapters) in QUESTIONS.items() if chapter in chapters), "")
 
 
 def chapters_with_claims() -> list[str]:
@@ -128,7 +292,7 @@ def _check_declared(tests: list[ClaimTest], family: str, role: str | None) -> st
         if t.claim not in fam.claims:
             raise ValueError(f"claim {t.claim!r} is not declared in family {fam.name!r} "
                              f"(families.FAMILIES: {sorted(fam.claims)})")
-        want = fam.claims[t.claim]
+        want = fam.claims[t.claim].sesoi
         if want is not None and t.sesoi != want:
             raise ValueError(f"claim {t.claim!r}: its test uses SESOI {t.sesoi!r}, family "
                              f"{fam.name!r} declares {want!r} (families.FAMILIES)")

@@ -446,10 +446,11 @@ def pivotal_carries_most(metrics: pd.DataFrame, task: str = "nonsense", unit: st
                            ("_v", None, lambda m, _: m[:, 0]), item, +1, 0.0, **kw)
     if t.reason or not np.isfinite(total.p_supported) or total.p_supported <= claims.ALPHA / 2:
         return t
+    # what precedes the first ": " is the reason in a few words (report.deciding_sizes' "why")
     why = (f"the share's denominator, the mean signed total ({_delta(unit)} over Σ|{_delta(unit)}|"
-           f"), is {total.effect:.3g} [{total.ci_low:.3g}, {total.ci_high:.3g}]: not decided "
-           f"positive (one-sided p {total.p_supported:.3g}), so the incorrect prompt is not shown "
-           f"more surprising and a share of that total has no direction to be most of")
+           f"), is not decided positive: {total.effect:.3g} [{total.ci_low:.3g}, "
+           f"{total.ci_high:.3g}], one-sided p {total.p_supported:.3g}; so the incorrect prompt is "
+           f"not shown more surprising and a share of that total has no direction to be most of")
     return replace(t, verdict="cannot be decided", reason=why, items_needed=None)
 
 

@@ -333,7 +333,9 @@ def findings_sizes(confirmatory: pd.DataFrame) -> tuple[str, pd.DataFrame]:
 
     Returns:
         ``(summary, sizes)``: a Markdown sentence counting the outcomes, and the table (what a
-        reader looks for first: claim, model, verdict, outcome and why, then n, unit and page).
+        reader looks for first: claim, model, verdict, outcome and why, then n, unit and page,
+        and the why in a few words, what the findings in words say), a row per row of
+        ``confirmatory``, in its order (any verdict rows may be passed).
     """
     from ..analysis import bmlama_scoring, bmlama_study, report
     from ..analysis.families import SESOI
@@ -352,7 +354,7 @@ def findings_sizes(confirmatory: pd.DataFrame) -> tuple[str, pd.DataFrame]:
             ("bmlama_languages", "direct_tracks_neuro"): r,
             ("xcomps_results", "direct_tracks_neuro"): r}
     sizes = report.deciding_sizes(confirmatory, available, languages_to_decide=need)[
-        ["claim", "model", "verdict", "outcome", "to decide", "n", "unit", "page"]]
+        ["claim", "model", "verdict", "outcome", "to decide", "n", "unit", "page", "why"]]
     n = sizes["outcome"].value_counts()
     summary = (f"Of **{len(sizes)} confirmatory tests**: "
                + "; ".join(f"{o}: {n.get(o, 0)}" for o in report.SIZE_OUTCOMES) + ".")

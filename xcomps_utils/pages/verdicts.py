@@ -20,7 +20,7 @@ from ..analysis.claims import SAVED_FIELDS, VERDICTS, ClaimTest
 from ..analysis.families import chapters_with_claims
 from ..errors import InputError
 
-__all__ = ["VERDICT_COLUMNS", "install", "installed", "record", "read_verdicts",
+__all__ = ["VERDICT_COLUMNS", "install", "installed", "record", "recorded", "read_verdicts",
            "verdict_counts"]
 
 #: the columns of a verdict file: :meth:`ClaimTest.as_dict`, the page that printed the test and
@@ -31,6 +31,8 @@ VERDICT_COLUMNS = [*SAVED_FIELDS, "half_width", "page", "model"]
 #: record of a page after :func:`install` makes its file afresh, later ones append)
 _folder: Path | None = None
 _started: set[Path] = set()
+#: what :func:`record` was given since :func:`install`, per page (:func:`recorded`), written or not
+_rows: dict[str, list[pd.DataFrame]] = {}
 
 
 def install(folder: str | os.PathLike | None) -> None:
@@ -40,6 +42,7 @@ def install(folder: str | os.PathLike | None) -> None:
     global _folder
     _folder = None if folder is None else Path(folder)
     _started.clear()
+    _rows.clear()
 
 
 def installed() -> Path | None:
@@ -66,7 +69,8 @@ def record(tests: list[ClaimTest], page: str, models: str | Iterable[str] = (),
     """Write ``tests`` for the findings page, a row each (:data:`VERDICT_COLUMNS`) in
     ``<folder>/<page>.csv`` of the installed folder (:func:`install`): the first record of a
     page makes its file afresh (an empty list still makes it, so the findings page knows the
-    page ran), later ones append. Nothing is written when no folder is installed.
+    page ran), later ones append. Nothing is written when no folder is installed; either way
+    the rows are kept for :func:`recorded` (a chapter's box, :mod:`xcomps_utils.pages.finds`).
 
     Args:
         tests: the tests the page printed (corrected in their families).
@@ -88,11 +92,12 @@ def record(tests: list[ClaimTest], page: str, models: str | Iterable[str] = (),
     bad = [type(t).__name__ for t in tests if not isinstance(t, ClaimTest)]
     if bad:
         raise InputError(f"the 'tests' parameter must be a list of ClaimTest; got {bad[0]}")
-    if _folder is None:
-        return
     names = _names(models)
     rows = pd.DataFrame([{**t.as_dict(), "page": page, "model": _model_of(t, names, main)}
                          for t in tests], columns=VERDICT_COLUMNS)
+    _rows.setdefault(page, []).append(rows)
+    if _folder is None:
+        return
     path = (_folder / f"{page}.csv").resolve()
     first = path not in _started
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -126,12 +131,27 @@ def read_verdicts(folder: str | os.PathLike) -> tuple[pd.DataFrame, list[str]]:
                              f"(verdicts.VERDICT_COLUMNS): execute the chapter {page!r} again "
                              f"(make {files[page].parent.parent}/{page}.ipynb)")
         frames.append(df)
+    return _typed(frames), [p for p in order if p not in files]
+
+
+def _typed(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """Verdict rows in one frame, as a file reads back: text columns as text (``""`` for none),
+    the numbers as floats (NaN for none)."""
     rows = (pd.concat(frames, ignore_index=True) if frames
             else pd.DataFrame(columns=VERDICT_COLUMNS))
-    for col in ("claim", "hypothesis", "measure", "verdict", "unit", "scope", "family", "role",
-                "caveat", "reason", "page", "model", "source", "null_hypothesis", "test"):
-        rows[col] = rows[col].fillna("").astype(str)
-    return rows, [p for p in order if p not in files]
+    text = ("claim", "hypothesis", "measure", "verdict", "unit", "scope", "family", "role",
+            "caveat", "reason", "page", "model", "source", "null_hypothesis", "test")
+    for col in VERDICT_COLUMNS:
+        rows[col] = (rows[col].fillna("").astype(str) if col in text
+                     else pd.to_numeric(rows[col], errors="coerce"))
+    return rows
+
+
+def recorded(page: str) -> pd.DataFrame:
+    """The rows :func:`record` was given for ``page`` since :func:`install` (a chapter's entry
+    installs it), written to a folder or not, typed as :func:`read_verdicts` reads them: what a
+    chapter's box says (:func:`xcomps_utils.pages.finds.claims`). No record: no rows."""
+    return _typed(list(_rows.get(page, [])))
 
 
 def verdict_counts(rows: pd.DataFrame) -> pd.DataFrame:
