@@ -691,3 +691,16 @@ def test_every_family_a_page_forms_is_declared_in_one_table():
     assert table.loc[0, "chapter"] == "xcomps_results" and table.loc[0, "role"] == "confirmatory"
     assert table.loc[0, "sesoi"] == 0.05 and table.loc[0, "decidable at this size"] == "yes"
 
+
+
+def test_holm_is_statsmodels_holm():
+    from statsmodels.stats.multitest import multipletests
+
+    from xcomps_utils.analysis.families import holm
+
+    rng = np.random.default_rng(3)
+    for m in (1, 2, 5, 26, 114):
+        for p in (rng.uniform(0, 1, m), rng.uniform(0, 0.05, m),
+                  np.round(rng.uniform(0, 0.2, m), 2)):  # ties
+            assert np.array_equal(holm(p), multipletests(p, method="holm")[1])
+    assert holm(np.array([0.01, 0.04, 0.03])).tolist() == pytest.approx([0.03, 0.06, 0.06])
