@@ -59,6 +59,7 @@ their denominator, as :func:`xcomps_utils.analysis.stats.accuracy_table` does.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field, fields, replace
@@ -620,6 +621,19 @@ def _labelings(labels: np.ndarray, strata: np.ndarray | None, limit: int):
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def _every_labeling(labels: tuple, strata: tuple | None, limit: int) -> np.ndarray | None:
+    """:func:`_labelings` as a read-only ``[P, n]`` array, made once per labels and strata (a
+    simulation tests many data sets over the same languages: the same labelings each time)."""
+    every = _labelings(np.array(labels, dtype=object),
+                       None if strata is None else np.array(strata, dtype=object), limit)
+    if every is None:
+        return None
+    out = np.array(every, dtype=object).reshape(len(every), len(labels))
+    out.setflags(write=False)
+    return out
+
+
 def slope(v, x) -> float:
     """The least-squares slope of ``v`` on ``x`` (NaN pairs dropped; NaN without two ``x``
     values): the statistic of the trend tests over languages, run once per relabeling of a
@@ -674,9 +688,10 @@ def relabelings(labels, strata=None, n_perm: int = 9999, seed: int = 0,
     """
     labels = np.asarray(labels, dtype=object)
     strata_arr = None if strata is None else np.asarray(strata, dtype=object)
-    every = _labelings(labels, strata_arr, exact_limit)
+    every = _every_labeling(tuple(labels.tolist()),
+                            None if strata is None else tuple(strata_arr.tolist()), exact_limit)
     if every is not None:
-        return np.array(every, dtype=object).reshape(len(every), len(labels)), True
+        return every, True
     rng = np.random.default_rng(seed)
     st = (np.zeros(len(labels), dtype=int) if strata_arr is None
           else pd.factorize(strata_arr)[0])
