@@ -128,6 +128,7 @@ def test_no_chapter_declares_a_model_parameter_but_models():
     assert _takes_a_model(declare.Models) and not _takes_a_model(declare.Names)
 
 
+@pytest.mark.slow  # 13 chapters' parameters through the command line, twice (about 45 s)
 @pytest.mark.parametrize("size", ["smoke", "publish"])
 def test_papermill_models_sets_every_chapter_that_declares_them(size, tmp_path):
     """``--models`` (make's ``MODELS``, the study's models) sets ``models`` on every chapter

@@ -194,6 +194,7 @@ def test_the_command_line_has_the_study(tmp_path, monkeypatch):
     assert "runs in a checkout of the repository" in r.output
 
 
+@pytest.mark.slow  # three make -n, each asking the chapters' declarations (about 30 s)
 def test_make_book_with_models_is_the_study():
     """``make book MODELS=...``: the study's chapters into build/study/<name>, its store, its
     size (publish unless SIZE is given), the models passed to every chapter's parameters."""
