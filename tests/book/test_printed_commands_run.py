@@ -57,9 +57,10 @@ NOT_RUN = {
                        "ships (tests/pages/test_study.py)",
 }
 
-#: a hub model (an ``org/name`` id, not a local path) or a GPU, named by a command
+#: a hub model (an ``org/name`` id, not a local path: ``--model``, ``-p model`` or in a ``-y``
+#: ``models:`` list) or a GPU, named by a command
 HUB_OR_GPU = re.compile(r"(?:--model|-p model)\s+(?![./~])[\w.-]+/[\w.-]+|(?:--device|-p device)\s+"
-                        r"cuda")
+                        r"cuda|models:\s*\[[^\]]*?(?<![./~\w-])(?![./~])[\w.-]+/[\w.-]+")
 #: the one clear error such a command stops with offline on a CPU
 CLEAR_ERROR = re.compile(r"not found: it is not an embedded model, not a local folder, and not in "
                          r"the local Hugging Face cache, and the Hugging Face hub is not reachable"
