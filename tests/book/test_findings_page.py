@@ -21,8 +21,6 @@ pytestmark = pytest.mark.slow  # a browser, and the smoke build's rendered pages
 
 REPO = Path(__file__).resolve().parents[2]
 HTML = REPO / "build" / "smoke" / "_build" / "html"  # SMOKE_DIR's render in the Makefile
-CHROMIUM = Path("/usr/bin/chromium")
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 WIDTH, HEIGHT = 1280, 800
 CHAPTERS = sorted(p.stem for p in (REPO / "notebooks").glob("*.md"))
 
@@ -44,19 +42,6 @@ _MEASURE = """() => {
     cells: cells,
   };
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Headless Chromium (Debian's), no network of its own."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"no {CHROMIUM}: apt-get install chromium (.ci/run installs it)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield b
-        b.close()
 
 
 def _open(browser, path: Path):

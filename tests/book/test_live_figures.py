@@ -30,9 +30,6 @@ pytestmark = pytest.mark.slow  # a browser, and the smoke build's rendered pages
 
 REPO = Path(__file__).resolve().parents[2]
 HTML = REPO / "build" / "smoke" / "_build" / "html"  # SMOKE_DIR's render in the Makefile
-CHROMIUM = Path("/usr/bin/chromium")  # Debian's chromium package (.ci/run installs it)
-LAUNCH_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 #: A cell that draws a live figure (as tests/book/test_book.py finds them).
 LIVE_CALL = re.compile(r"display\(HTML\((live\.\w+_html|token_explorer_html)\(")
 LIVE_CHAPTERS = sorted(p.stem for p in (REPO / "notebooks").glob("*.md")
@@ -217,19 +214,6 @@ def check_live_figures(page) -> list[dict]:
         report.append({"title": fig["title"], "hovered": dict(want),
                        "hidden": entry and entry["label"]})
     return report
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Headless Chromium (Debian's), no network of its own."""
-    if not CHROMIUM.exists():
-        pytest.skip(f"no {CHROMIUM}: apt-get install chromium (.ci/run installs it)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
-        yield b
-        b.close()
 
 
 def _open(browser, path: Path):
