@@ -20,6 +20,23 @@ def test_length_only_counts_shorter_right_and_equal_as_a_coin():
     assert row.ci_low <= 0.625 <= row.ci_high
 
 
+def test_the_interval_is_a_pair_bootstraps():
+    """Drawing how many pairs of each kind (shorter, as long, longer) a replicate holds is
+    resampling the pairs: the interval equals a pair bootstrap's up to Monte Carlo error."""
+    from xcomps_utils.analysis.claims import bootstrap_means
+
+    rng = np.random.default_rng(1)
+    d = _pairs(rng.integers(3, 7, 300), rng.integers(3, 7, 300))
+    row = stats.length_baseline(d, n_boot=4000, seed=2).iloc[0]
+    diff = d["n_tokens_bad"] - d["n_tokens_good"]
+    v = pd.DataFrame({"p": range(len(d)), "v": (diff > 0) + 0.5 * (diff == 0)})
+    est, lo, hi, _ = bootstrap_means(v, "v", "p", None, lambda m, _: m[:, 0], n_boot=4000,
+                                     seed=2)
+    assert row.length_only == pytest.approx(est, abs=1e-12)
+    assert (row.ci_low, row.ci_high) == pytest.approx((lo, hi), abs=0.01)
+    assert hi - lo > 0.05  # an interval, not a point: 300 pairs
+
+
 def test_far_from_chance_reads_the_interval_not_the_point():
     rng = np.random.default_rng(0)
     short = _pairs(np.full(400, 3), np.where(rng.random(400) < 0.8, 5, 3), "short")

@@ -199,7 +199,8 @@ def test_makefile_reads_the_chapters_declarations():
     assert "$(PARAMS) papermill $* $(SIZE) --store $(STORE) $(GIVEN)" in make
     assert "-f $(NB_DIR)/$*.yaml" in make and "NB_DIR ?= build/notebooks-$(SIZE)" in make
     assert "publish:" in make and "grade:" in make
-    assert re.search(r"^test: .*\n(?:\t.*\n)*\t\$\(MAKE\) --no-print-directory grade", make, re.M)
+    assert re.search(r"^test: .*\n(?:\t.*\n)*\t\$\(MAKE\) --no-print-directory -j2 audit grade", make,
+                     re.M)
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "assignments").iterdir()

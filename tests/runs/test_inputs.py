@@ -45,7 +45,9 @@ def test_bad_field_is_named(tmp_path):
 
 
 def test_too_long_text_is_an_error_or_cut_with_a_warning(lm, tmp_path):
-    """Repro 5: a 12,285-token text was scored past the model's 8,192-token context."""
+    """Repro 5: a 12,285-token text was scored past the model's 8,192-token context. Refused
+    before any work with SmolLM2; cut with a warning where asked, on a tiny folder model with a
+    512-token context (the same path: scoring 8,191 tokens on one core took most of 90 s)."""
     ctx = context_length(lm)
     assert ctx == 8192
     long = " ".join(["the"] * (ctx + 100))
@@ -54,11 +56,23 @@ def test_too_long_text_is_an_error_or_cut_with_a_warning(lm, tmp_path):
     msg = str(err.value)
     assert "pair t/p7 (row 0): 'good' is 8,292 tokens" in msg and "8,192" in msg
     assert "truncate" in msg and not (tmp_path / "runs").exists()
-    with pytest.warns(UserWarning, match="cut to 8,191 tokens"):
-        res = methods.run(lm, _pairs(long), "direct", store=tmp_path, truncate=True,
+
+
+def test_a_text_past_the_context_is_cut_where_asked(tiny_folder, tmp_path):
+    from xcomps_utils.lm.models import load_model
+
+    tiny = load_model(str(tiny_folder), device="cpu", dtype="float32")
+    ctx = context_length(tiny)
+    assert ctx == 512
+    long = " ".join(["cat"] * (ctx + 100))
+    with pytest.raises(ValueError, match=f"'good' is [0-9,]+ tokens.*{ctx}"):
+        methods.run(tiny, _pairs(long), "direct", store=tmp_path)
+    with pytest.warns(UserWarning, match=f"cut to {ctx - 1} tokens"):
+        res = methods.run(tiny, _pairs(long), "direct", store=tmp_path, truncate=True,
                           progress=False)
     n = res.measures.set_index("measure").value
-    assert n["n_tokens_good"] == ctx - 1 and n["n_tokens_bad"] == 5  # "The cat sleeps."
+    short = len(tiny.tokenizer("The cat sleeps.")["input_ids"])
+    assert n["n_tokens_good"] == ctx - 1 and n["n_tokens_bad"] == short
 
 
 def test_text_starting_with_the_bos_string_is_an_error(lm, tmp_path):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from .claims import bootstrap_means
+from .claims import bootstrap_means, percentile_interval
 from .scored import decision_labels
 
 __all__ = ["wilson_interval", "accuracy_table", "MIN_ITEMS", "length_baseline",
@@ -129,10 +130,14 @@ def length_baseline(scored: pd.DataFrame, by: str | list[str] = "task", n_boot: 
     for key, g in scored.groupby(by, sort=False):
         key = key if isinstance(key, tuple) else (key,)
         diff = (g["n_tokens_bad"] - g["n_tokens_good"]).to_numpy()
-        value = (diff > 0) + 0.5 * (diff == 0)
-        d = pd.DataFrame({"_pair": range(len(g)), "_v": value.astype(float)})
-        est, lo, hi, _ = bootstrap_means(d, "_v", "_pair", None, lambda m, _: m[:, 0],
-                                         n_boot=n_boot, seed=seed, confidence=confidence)
+        # a pair scores 1 (shorter), 0.5 (as long) or 0: resampling the pairs is drawing how
+        # many of each kind a replicate holds (the same distribution as a pair bootstrap's,
+        # without an n_boot x pairs matrix: the models page's 674 baselines, 37 s -> 0.1 s)
+        kinds = np.array([(diff > 0).sum(), (diff == 0).sum(), (diff < 0).sum()])
+        draws = np.random.default_rng(seed).multinomial(len(g), kinds / len(g), size=n_boot)
+        reps = draws @ np.array([1.0, 0.5, 0.0]) / len(g)
+        est, lo, hi, _ = percentile_interval(float(kinds @ [1.0, 0.5, 0.0] / len(g)), reps,
+                                             n_boot, confidence)
         far = bool(lo >= 0.5 + FAR_FROM_CHANCE or hi <= 0.5 - FAR_FROM_CHANCE)
         rows.append({**dict(zip(names, key)), "n": len(g), "shorter": float((diff > 0).mean()),
                      "equal": float((diff == 0).mean()), "longer": float((diff < 0).mean()),

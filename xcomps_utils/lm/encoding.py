@@ -73,6 +73,13 @@ def _invisible(c: str) -> bool:
 SPECIAL_TOKEN_PATTERN = re.compile(r"<\|[^<>|\s]{1,40}\|>")
 
 
+#: what :func:`text_problem` refuses character by character: a control character other than
+#: tab, newline and carriage return (Unicode category Cc: U+0000-001F, U+007F-009F) or a lone
+#: surrogate (Cs); and a letter or digit (``str.isalnum``, which ``\\w`` is but ``_``)
+_REFUSED_CHAR = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+_ALNUM = re.compile(r"[^\W_]")
+
+
 def _char(c: str) -> str:
     return f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}"
 
@@ -91,6 +98,9 @@ def text_problem(text) -> str | None:
     change what the pair's checksum stands for). Remove or rewrite the string."""
     if not isinstance(text, str):
         return f"not a string ({type(text).__name__})"
+    if (_ALNUM.search(text) and not _REFUSED_CHAR.search(text)
+            and not SPECIAL_TOKEN_PATTERN.search(text)):
+        return None  # a letter or digit, no refused character: the checks below all pass
     if not text:
         return "empty"
     if text.isspace():
@@ -129,8 +139,13 @@ def check_pair_texts(pairs, fields=("good", "bad")) -> None:
     for field in fields:
         if field not in pairs:
             continue
+        passed = set()  # a text seen and passed (a BMLAMA fact's pairs share their good)
         for row, text in enumerate(pairs[field]):
+            if text in passed:
+                continue
             problem = text_problem(text)
+            if problem is None:
+                passed.add(text)
             if problem:
                 shown = repr(text) if len(repr(text)) <= 80 else repr(text)[:77] + "..."
                 raise InputError(f"{_pair_name(pairs, row)}: {field!r} is {problem}: {shown}; "

@@ -78,6 +78,10 @@ class Task:
             CLAMS: 0.5, a pair is two lines; else 1), so that the files' lines bound its pairs
             without parsing them (:func:`largest`); ``0``: no such bound (generated tasks,
             XCOMPS' JSON).
+        sampler: ``sampler(n, seed, data_dir, verify)``, what :func:`sample_units` draws from
+            the unflagged pairs of :func:`load` (``n`` pairs of whole units), computed without
+            building the rows it leaves (BMLAMA: :func:`xcomps_utils.pairs.bmlama.sample`);
+            ``None``: :func:`sample` loads the task.
     """
 
     name: str
@@ -90,6 +94,7 @@ class Task:
     selector: Callable = None
     unit: str = ""
     per_line: float = 0
+    sampler: Callable = None
 
 
 def _unflagged(pairs: pd.DataFrame) -> pd.DataFrame:
@@ -224,9 +229,13 @@ def _bmlama(name: str) -> Task:
         def loader(data_dir=None, verify=True, **_):
             return bmlama.load_bmlama(benchmark, lang, data_dir, verify)
         what = f"BMLAMA {benchmark[6:]} {lang}: gold vs each distractor of a fact"
+    def sampler(n, seed=0, data_dir=None, verify=True):
+        return bmlama.sample(benchmark, lang, family.endswith("_control"), n, seed, data_dir,
+                             verify)
+
     return Task(name, "bmlama", files, "blimp",
                 f"all pairs of {name} without identical or duplicate pairs", what, loader,
-                _unflagged, unit="item", per_line=9)
+                _unflagged, unit="item", per_line=9, sampler=sampler)
 
 
 GRAMMAR_FAMILIES = ("clams", "turblimp", "sling", "rublimp", "multiblimp")
@@ -403,6 +412,11 @@ def sample(names_: list[str], n: int | None, seed: int = 0, selection: bool = Fa
     """
     frames = []
     for name in names_:
+        task = get(name)
+        if task.sampler is not None and n is not None and (not selection
+                                                           or task.selector is _unflagged):
+            frames.append(task.sampler(check(Size, n, "n"), seed, data_dir))
+            continue
         if selection:
             pool = select(name, data_dir, seed=seed)
         else:
