@@ -8,6 +8,7 @@ import json
 import shutil
 import warnings
 
+import pandas as pd
 import pytest
 
 from xcomps_utils.pairs import bmlama, data, tasks
@@ -196,6 +197,25 @@ def test_sampling_keeps_facts_whole_and_the_same_across_languages(data_dir):
     with pytest.raises(DataError, match="unknown bmlama17 language 'de'"):
         tasks.get("bmlama17:de")
     assert tasks.get("bmlama53:de").unit == "item"
+
+
+@pytest.mark.parametrize("name, n, seed", [
+    ("bmlama17:he", 9 * 70, 0), ("bmlama17_control:he", 9 * 70, 0), ("bmlama53:ceb", 18, 3),
+    ("bmlama53_control:ceb", 9 * 20, 3), ("bmlama53_control:ja", 9 * 4000, 0)])
+def test_a_sample_equals_the_whole_tasks_sample_without_building_it(data_dir, name, n, seed):
+    """``bmlama.sample`` (what ``tasks.sample`` uses) draws the facts ``sample_units`` draws from
+    the whole task, and their rows equal, column by column (a run's pairs, so its id); the
+    duplicates and true distractors decided over the whole file. Every language of both
+    benchmarks at the chapters' sizes was compared when it was written."""
+    whole = _load(name, seed=seed)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        want = tasks.sample_units(whole, n, seed, "item")
+        got = tasks.sample([name], n, seed)
+    assert want["duplicate"].sum() == 0 and whole["duplicate"].any() or "control" in name
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    small = [str(x.message) for x in w if issubclass(x.category, data.SmallSampleWarning)]
+    assert len(small) == (2 if n > len(whole) else 0), small  # each way warns alike
 
 
 def test_download_url_of_a_missing_file(monkeypatch, tmp_path):
