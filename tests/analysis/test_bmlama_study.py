@@ -373,6 +373,7 @@ def test_morphology_on_the_papers_17_types_cannot_be_decided_within_families():
     assert bare.sesoi is None and not np.isfinite(bare.p_equivalent)
 
 
+@pytest.mark.slow  # a simulation of the decision rule (the slow tier's rule)
 def test_morphology_trend_equivalence_over_a_share_is_reachable_and_rarely_wrong():
     """The morphology trend's equivalence branch, at ±0.10 from a [0, 1] label's one end to the
     other: no trend over 53 precisely measured languages is shown equivalent; a trend of exactly

@@ -213,6 +213,7 @@ def test_the_verdict_is_shown_at_half_and_twice_the_margin_where_it_changes():
     assert claims.margin_verdicts(replace(t, reps=None)) == {}
 
 
+@pytest.mark.slow  # a simulation of the decision rule (the slow tier's rule)
 def test_a_small_true_effect_reads_as_no_effect_of_interest_whatever_the_draw():
     # the case: a true effect a fifth of the margin used to print "supported" in some
     # draws and "equivalent" in others; both now say "no effect of the size that matters"

@@ -168,6 +168,7 @@ def _bound(n, level=0.05):
     return level + 3 * (level * (1 - level) / n) ** 0.5
 
 
+@pytest.mark.slow  # a simulation of the decision rule (the slow tier's rule)
 def test_a_type_effect_alone_does_not_make_languages_agree():
     """The trap: languages share nothing but random negatives being 0.2 / 0.3 easier. Kappa
     over pooled types is decided in most datasets; within type, at the nominal rate."""
@@ -183,6 +184,7 @@ def test_a_type_effect_alone_does_not_make_languages_agree():
     assert pooled["supported"] + pooled["negligible"] >= 0.5
 
 
+@pytest.mark.slow  # a simulation of the decision rule (the slow tier's rule)
 def test_within_type_agreement_reaches_both_outcomes_and_has_power():
     run = lambda d: C.cross_lingual_agreement(d, n_boot=200, n_perm=199)  # noqa: E731
     # supported: languages share which items they know (within-type kappa about 0.12), 24

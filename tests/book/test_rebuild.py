@@ -90,6 +90,7 @@ def _build(root: Path, *extra: str, chapters: str = CHAPTERS, fail: str = "",
     return executed
 
 
+@pytest.mark.slow  # make book's stand-ins run make 4-7 times: 4-16 s
 def test_only_what_changed_is_executed_again(book):
     executed = book / "build" / "executed"
     assert _build(book) == ["first_token", "direct_scoring", "findings"]
@@ -120,6 +121,7 @@ def test_only_what_changed_is_executed_again(book):
     assert _build(book, "chapter_args=-p n_pairs 7") == ["direct_scoring", "findings"]
 
 
+@pytest.mark.slow  # make book's stand-ins run make 4-7 times: 4-16 s
 def test_a_failed_chapter_leaves_no_stamp_and_is_executed_again(book):
     executed = book / "build" / "executed"
     _build(book)
@@ -133,6 +135,7 @@ def test_a_failed_chapter_leaves_no_stamp_and_is_executed_again(book):
     assert _build(book) == []
 
 
+@pytest.mark.slow  # make book's stand-ins run make 4-7 times: 4-16 s
 def test_a_chapter_no_longer_in_the_book_leaves_nothing(book):
     """What a chapter left is removed when it is no longer in the book (the findings page
     would show its verdicts, make ship its reads), and the findings page executed again."""
