@@ -140,11 +140,12 @@ GIVEN = $(if $(strip $(MODELS)),--models $(MODELS)) $(if $(DEVICE),--device $(DE
 
 # Every chapter writes the verdicts it prints to $(EXECUTED)/verdicts/<chapter>.csv
 # (chapters.open installs pages.verdicts from XCOMPS_VERDICTS and XCOMPS_CHAPTER; the file is made afresh each
-# time the chapter is executed); the findings page reads them, after every other chapter.
+# time the chapter is executed); the findings page reads them, after every other chapter but the
+# models page, which prints none (the two, last, run side by side).
 VERDICTS = $(abspath $(EXECUTED))/verdicts
 # What each chapter read from the results store (xcomps_utils.paths.reads_dir), for make ship.
 READS = $(abspath $(EXECUTED))/reads
-$(EXECUTED)/findings.ipynb: $(patsubst %,$(EXECUTED)/%.ipynb,$(filter-out findings,$(CHAPTERS)))
+$(EXECUTED)/findings.ipynb: $(patsubst %,$(EXECUTED)/%.ipynb,$(filter-out $(LAST),$(CHAPTERS)))
 $(EXECUTED)/models.ipynb: $(patsubst %,$(EXECUTED)/%.ipynb,$(filter-out $(LAST),$(CHAPTERS)))
 # The agreement page reads the Direct run the token-level page computes (it would compute it itself,
 # at the same time, if both ran at once: the shard lock makes one wait, but the order is clearer).
