@@ -450,6 +450,21 @@ def _relabelings(x: np.ndarray, strata, n_perm: int, seed: int):
     return lab, exact
 
 
+def _ranks(a: np.ndarray) -> np.ndarray:
+    """``scipy.stats.rankdata(a)`` (average ranks, 1-based, float), by one sort where no two
+    values tie and all are finite (a bisection ranks ``v - b * x`` about 150 times a test:
+    scipy's checks took a third of a simulated trend test)."""
+    order = np.argsort(a, kind="stable")
+    s = a[order]
+    if not np.isfinite(s).all() or (s[1:] == s[:-1]).any():
+        from scipy.stats import rankdata
+
+        return rankdata(a)
+    out = np.empty(len(a))
+    out[order] = np.arange(1, len(a) + 1, dtype=float)
+    return out
+
+
 class TrendInversion:
     """A trend's permutation test at every slope ``b``: were the slope of ``v`` on ``x`` equal to
     ``b`` (an additive trend), ``v - b * x`` would not depend on ``x``, so its languages are
@@ -480,9 +495,7 @@ class TrendInversion:
 
     def p(self, b: float) -> tuple[float, float]:
         """``(p above, p below)``: one-sided p that the slope exceeds ``b`` / falls short."""
-        from scipy.stats import rankdata
-
-        w = rankdata(self.v - b * self.x)
+        w = _ranks(self.v - b * self.x)
         hi, lo, _ = permutation_p(float(self.xc @ w), self.null @ w, self.exact, +1)
         return hi, lo
 
