@@ -78,7 +78,7 @@ JOBS ?= 1
 ONE_CORE := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 XCOMPS_PROBE_JOBS=1
 N_CHAPTERS := $(words $(CHAPTERS))
 
-.PHONY: book render check test study-check audit audit-all data-check smoke smoke-chapters install install-dev notebooks clean publish ship grade colab-notebooks FORCE
+.PHONY: book render check test slow study-check audit audit-all data-check smoke smoke-chapters install install-dev notebooks clean publish ship grade colab-notebooks FORCE
 .DELETE_ON_ERROR:
 
 install: $(STAMP) $(MATHJAX)
@@ -257,16 +257,25 @@ check: install-dev
 # process (--dist loadgroup, each file a group: its model and module fixtures are made once), but
 # those of tests/conftest.py's SPREAD (independent simulations) spread test by test.
 SLOW_WORKERS ?= 2
+# What make audit and make grade run under besides: make test runs them beside the slow tier, one
+# thread each (ONE_CORE).
+BESIDE ?=
+slow: install-dev
+	$(ONE_CORE) $(PYTEST) -m slow -n $(SLOW_WORKERS) --dist loadgroup
+
 # Everything, each chapter executed once: the fast tier first (it fails in minutes), the smoke
 # book (every chapter, exercises included), then the slow tier, whose chapter tests read the smoke
-# build's executed chapters and results store instead of running papermill again, then the audit
-# and the graded assignments side by side (one model process and two kernels that each leave a
-# core idle part of the time: together they keep both busy; one after the other took 15 min).
+# build's executed chapters and results store instead of running papermill again, with the audit
+# and the graded assignments beside it. Each of the four processes keeps to one thread
+# (ONE_CORE): a model process with a thread per core, sharing the cores with others, spends its
+# time waiting for its own threads (the audit took 9 minutes beside the grading, 5 alone); one
+# thread each, the two cores are busy until the last test ends (one phase after the other, the
+# slow tier's last minutes and the grading's left a core idle).
 test: install-dev
 	$(MAKE) --no-print-directory check
 	$(MAKE) --no-print-directory smoke
-	$(ONE_CORE) $(PYTEST) -m slow -n $(SLOW_WORKERS) --dist loadgroup
-	$(MAKE) --no-print-directory -j2 audit grade
+	$(MAKE) --no-print-directory -j3 --output-sync=line slow audit grade BESIDE="$(ONE_CORE)" \
+	  GRADE_JOBS=1
 
 # The study of a model nobody ships (a tiny Llama folder beside SmolLM2, smoke size): every chapter
 # executed, killed once and resumed, the book rendered, run again computing nothing (tens of
@@ -289,7 +298,7 @@ AUDIT_SEED ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null | cut -c1-8) && [ -n "
 audit: install
 	@if [ -d $(AUDIT_STORE)/runs ]; then \
 	  echo "audit: seed $(AUDIT_SEED) (commit $$(git rev-parse --short=8 HEAD 2>/dev/null || echo none))"; \
-	  $(VENV)/bin/xcomps-study audit $(AUDIT_STORE) $(if $(AUDIT_SAMPLE),--sample $(AUDIT_SAMPLE)) $(if $(AUDIT_PAIRS),--pairs $(AUDIT_PAIRS)) --seed $(AUDIT_SEED); \
+	  $(BESIDE) $(VENV)/bin/xcomps-study audit $(AUDIT_STORE) $(if $(AUDIT_SAMPLE),--sample $(AUDIT_SAMPLE)) $(if $(AUDIT_PAIRS),--pairs $(AUDIT_PAIRS)) --seed $(AUDIT_SEED); \
 	else echo "audit: no shipped results store ($(AUDIT_STORE)/runs is absent): nothing to audit"; fi
 
 AUDIT_JOURNAL ?= benchmarks/audit-all.jsonl
@@ -320,7 +329,7 @@ ship: install
 # GRADE_JOBS assignments at once, each kernel on one core.
 GRADE_JOBS ?= 2
 grade: install-dev
-	$(if $(filter-out 1,$(GRADE_JOBS)),$(ONE_CORE)) $(PY) assignments/grade.py --jobs $(GRADE_JOBS)
+	$(if $(filter-out 1,$(GRADE_JOBS)),$(ONE_CORE),$(BESIDE)) $(PY) assignments/grade.py --jobs $(GRADE_JOBS)
 
 # Each chapter as .ipynb with a first cell that installs the package in Colab (Colab opens only
 # .ipynb files from GitHub); the book workflow pushes build/colab to the branch `colab`.

@@ -705,3 +705,48 @@ def test_holm_is_statsmodels_holm():
                   np.round(rng.uniform(0, 0.2, m), 2)):  # ties
             assert np.array_equal(holm(p), multipletests(p, method="holm")[1])
     assert holm(np.array([0.01, 0.04, 0.03])).tolist() == pytest.approx([0.03, 0.06, 0.06])
+
+
+def test_batched_statistics_equal_the_scalar_ones_on_ties():
+    # the permutation tests' batched statistics (one call over [P, n] relabelings) against the
+    # scalar ones they replace, on data with ties, constant rows and NaN
+    from xcomps_utils.analysis import bmlama_study, grammar_study
+
+    rng = np.random.default_rng(3)
+    v = rng.integers(0, 4, 9).astype(float)
+    xs = rng.integers(0, 3, (60, 9)).astype(float)
+    xs[0] = 1.0                                                  # a constant row: NaN
+    close = dict(rtol=1e-12, atol=1e-14, equal_nan=True)
+    assert np.allclose(claims.slopes(v, xs), [claims.slope(v, x) for x in xs], **close)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        assert np.allclose(claims.pearsons(v, xs), [np.corrcoef(v, x)[0, 1] for x in xs],
+                           **close)
+    assert np.allclose(bmlama_study._corrs(v, xs), [bmlama_study._corr(v, x) for x in xs],
+                       **close)
+    w = v.copy()
+    w[2] = np.nan                                                # NaN pairs dropped per row
+    assert np.allclose(claims.slopes(w, xs), [claims.slope(w, x) for x in xs], **close)
+    assert np.allclose(bmlama_study._corrs(w, xs), [bmlama_study._corr(w, x) for x in xs],
+                       **close)
+    assert np.isnan(claims.pearsons(w, xs)).all()
+    # the permutation test: observed and null alike from either path
+    one = claims.permutation_test(xs[1], lambda x: claims.slope(v, x.astype(float)))
+    both = claims.permutation_test(xs[1], lambda x: claims.slopes(v, x.astype(float)),
+                                   batched=True)
+    assert one[2] == both[2] and np.isclose(one[0], both[0], rtol=1e-12)
+    assert np.allclose(one[1], both[1], **close)
+    # construction concordance: 4 languages x 6 constructions, accuracies tied, one language
+    # constant (its pairs NaN), relabelings within languages
+    langs = np.repeat(["a", "b", "c", "d"], 6)
+    labels = np.tile([f"c{j}" for j in range(6)], 4).astype(object)
+    acc = rng.integers(0, 3, 24) / 2
+    acc[langs == "d"] = 0.5
+    lab, _ = claims.relabelings(labels, langs, n_perm=200, seed=1)
+    rows = np.concatenate([labels[None], lab])
+    for values, finite in ((acc, True), (np.full(24, 0.5), False)):   # all constant: NaN
+        got = grammar_study._concordances(values, rows, langs)
+        want = [grammar_study._concordance(values, r, langs) for r in rows]
+        assert np.allclose(got, want, **close) and np.isfinite(got).all() == finite
+    across = rng.permuted(rows, axis=1)                          # not within languages: scalar
+    assert np.allclose(grammar_study._concordances(acc, across, langs),
+                       [grammar_study._concordance(acc, r, langs) for r in across], **close)

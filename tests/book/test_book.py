@@ -199,8 +199,9 @@ def test_makefile_reads_the_chapters_declarations():
     assert "$(PARAMS) papermill $* $(SIZE) --store $(STORE) $(GIVEN)" in make
     assert "-f $(NB_DIR)/$*.yaml" in make and "NB_DIR ?= build/notebooks-$(SIZE)" in make
     assert "publish:" in make and "grade:" in make
-    assert re.search(r"^test: .*\n(?:\t.*\n)*\t\$\(MAKE\) --no-print-directory -j2 audit grade", make,
-                     re.M)
+    # make test runs the slow tier, the audit and the grading side by side, one thread each
+    assert re.search(r"^test: .*\n(?:\t.*\n)*\t\$\(MAKE\) --no-print-directory -j3 "
+                     r"--output-sync=line slow audit grade BESIDE=\"\$\(ONE_CORE\)\"", make, re.M)
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "assignments").iterdir()

@@ -10,12 +10,18 @@ from xcomps_utils.lm import models
 
 
 def test_converted_cache_scores_exactly_like_the_gguf_model(lm):
-    """The cached safetensors copy must be the GGUF model, bit for bit."""
-    from transformers import AutoModelForCausalLM
+    """The cached safetensors copy must be the GGUF model, bit for bit, and its tokenizer the
+    GGUF's (the conversion reads the file once, :func:`models._one_gguf_reader`; transformers
+    alone, here, reads it for each part)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf = models._embedded_gguf(models.EMBEDDED_MODELS["smollm2-135m-instruct"])
     direct = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
                                                   dtype=torch.float32).eval()
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    for text in ("Amanda was respected by some waitresses.", "Él no sabía qué hacer 2024.",
+                 "Москва — столица России.", "北京是中国的首都。"):
+        assert tok(text).input_ids == lm.tokenizer(text).input_ids, text
     ids = lm.tokenizer("Amanda was respected by some waitresses.", return_tensors="pt").input_ids
     with torch.no_grad():
         assert torch.equal(direct(ids).logits, lm.model(ids).logits)

@@ -56,7 +56,7 @@ import pandas as pd
 
 from ..lm.precision import decide, per_unit_tolerance
 from .claims import (ALPHA, INVERTED, ClaimTest, bootstrap_means, finish, language_claim,
-                     permutation_p, relabelings, slope)
+                     pearsons, permutation_p, relabelings, slope, slopes)
 from .families import SESOI, correct
 from .scored import scored_pairs as _scored_pairs
 
@@ -352,6 +352,16 @@ def _corr(v: np.ndarray, x: np.ndarray) -> float:
     return float(np.corrcoef(v[ok], x[ok])[0, 1])
 
 
+def _corrs(v: np.ndarray, xs: np.ndarray) -> np.ndarray:
+    """:func:`_corr` of ``v`` with each row of ``xs`` (``[P, n]``) at once: ``[P]``."""
+    xs, v = np.asarray(xs, dtype=float), np.asarray(v, dtype=float)
+    if not (np.isfinite(xs).all() and np.isfinite(v).all()):
+        return np.array([_corr(v, x) for x in xs], dtype=float)   # NaN pairs dropped per row
+    if len(v) < 3:
+        return np.full(len(xs), math.nan)
+    return pearsons(v, xs)   # NaN where either side is constant, as _corr
+
+
 def _aligned(table: pd.DataFrame, value: str, typology: pd.DataFrame, cols: list[str]):
     _need(table, [value], "the language table")
     _need(typology, cols, "the typology table")
@@ -549,10 +559,10 @@ def _trend(claim, hypothesis, table, typology, value, label, order, direction, s
         claim, hypothesis, f"slope of language {value} per {unit_words} (the slope the test "
         f"finds most central; tested on the languages' ranks"
         + (f", within each {strata}" if st is not None else "") + ")", ranks, x,
-        lambda v, l: slope(v, l.astype(float)), direction, strata=st, source=BMLAMA_SOURCE,
+        lambda v, l: slopes(v, l.astype(float)), direction, strata=st, source=BMLAMA_SOURCE,
         scope=scope, null_hypothesis=f"a language's {value} does not depend on its {label}"
         + (f" within its {strata}" if st is not None else ""), n_obs=len(d),
-        caveat=_strata_caveat(st, x, label), n_perm=n_perm, seed=seed)
+        caveat=_strata_caveat(st, x, label), n_perm=n_perm, seed=seed, batched=True)
     v, xv = d[value].to_numpy(float), x.to_numpy(float)
     if t.verdict == "cannot be decided":
         # no relabeling can decide: no interval, and the plain least-squares slope describes
@@ -691,10 +701,10 @@ def methods_track(a: pd.Series, b: pd.Series, typology: pd.DataFrame | None = No
     return language_claim(
         claim, f"across languages, {names[0]} accuracy tracks {names[1]}'s",
         f"Spearman r of {names[0]} and {names[1]} across languages", d["a"].rank(),
-        d["b"].rank(), lambda v, l: _corr(v, l.astype(float)), +1, strata=st, source=BMLAMA_SOURCE,
+        d["b"].rank(), _corrs, +1, strata=st, source=BMLAMA_SOURCE,
         scope=scope, null_hypothesis=f"a language's {names[1]} score is unrelated to its "
         f"{names[0]} accuracy" + (" within its family" if st is not None else ""),
-        n_obs=len(d), n_perm=n_perm, seed=seed)
+        n_obs=len(d), n_perm=n_perm, seed=seed, batched=True)
 
 
 def minimum_detectable_effect(n_languages: int, between_sd: float, kind: str = "slope",

@@ -72,7 +72,8 @@ __all__ = ["ClaimTest", "SAVED_FIELDS", "slope", "cluster_bootstrap", "bootstrap
            "evaluate_claim", "decided", "items_needed", "DEFAULT_N_BOOT", "ALPHA", "VERDICTS",
            "permutation_test", "relabelings", "language_claim", "finish", "INVERTED",
            "percentile_interval", "bootstrap_p", "permutation_p", "equivalence_p",
-           "MIN_BOOTSTRAP_UNITS", "NEGLIGIBLE", "margin_verdicts", "MARGIN_RANGE"]
+           "MIN_BOOTSTRAP_UNITS", "NEGLIGIBLE", "margin_verdicts", "MARGIN_RANGE", "slopes",
+           "pearsons"]
 
 DEFAULT_N_BOOT = 2000
 #: fewer units than this and a bootstrap gives no verdict ("cannot be decided"): the percentile
@@ -636,8 +637,8 @@ def _every_labeling(labels: tuple, strata: tuple | None, limit: int) -> np.ndarr
 
 def slope(v, x) -> float:
     """The least-squares slope of ``v`` on ``x`` (NaN pairs dropped; NaN without two ``x``
-    values): the statistic of the trend tests over languages, run once per relabeling of a
-    permutation test (no ``mean`` calls: ``x`` centred, ``v`` not needed centred).
+    values): the statistic of the trend tests over languages (their permutation tests take
+    every relabeling at once: :func:`slopes`); ``x`` centred, ``v`` not needed centred.
 
     Args:
         v, x: ``[n]`` values and labels (any float-castable).
@@ -653,9 +654,46 @@ def slope(v, x) -> float:
     return float(xc @ v / den) if den > 0 else math.nan
 
 
+def slopes(v, xs) -> np.ndarray:
+    """:func:`slope` of ``v`` on each row of ``xs`` at once (the batched statistic of a
+    permutation test: one row per relabeling); equal to it up to the last bits.
+
+    Args:
+        v: ``[n]`` values; xs: ``[P, n]`` labels (any float-castable).
+
+    Returns:
+        ``[P]`` slopes (NaN where :func:`slope` gives NaN).
+    """
+    xs, v = np.asarray(xs, dtype=float), np.asarray(v, dtype=float)
+    if not (np.isfinite(xs).all() and np.isfinite(v).all()):
+        return np.array([slope(v, x) for x in xs], dtype=float)   # NaN pairs dropped per row
+    xc = xs - (xs.sum(axis=1) / xs.shape[1])[:, None]
+    den = np.einsum("pn,pn->p", xc, xc)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (xc @ v) / den, math.nan)
+
+
+def pearsons(v, xs) -> np.ndarray:
+    """``np.corrcoef(v, x)[0, 1]`` for each row ``x`` of ``xs`` at once (up to the last bits):
+    NaN where a value is NaN or either side is constant; clipped to [-1, 1].
+
+    Args:
+        v: ``[n]`` values; xs: ``[P, n]`` (any float-castable).
+
+    Returns:
+        ``[P]`` correlations.
+    """
+    xs, v = np.asarray(xs, dtype=float), np.asarray(v, dtype=float)
+    xc = xs - xs.mean(axis=1)[:, None]
+    vc = v - v.mean()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (xc @ vc) / (np.sqrt(np.einsum("pn,pn->p", xc, xc)) * math.sqrt(vc @ vc))
+    return np.clip(r, -1.0, 1.0)
+
+
 def permutation_test(labels, statistic: Callable[[np.ndarray], float], strata=None,
-                     n_perm: int = 9999, seed: int = 0, exact_limit: int = 20000
-                     ) -> tuple[float, np.ndarray, bool]:
+                     n_perm: int = 9999, seed: int = 0, exact_limit: int = 20000,
+                     batched: bool = False) -> tuple[float, np.ndarray, bool]:
     """The permutation distribution of ``statistic`` over relabelings of ``labels``.
 
     Units (languages) are exchangeable under the null: every relabeling of ``labels`` that keeps
@@ -666,15 +704,21 @@ def permutation_test(labels, statistic: Callable[[np.ndarray], float], strata=No
 
     Args:
         labels: ``[n_units]`` labels (types, or a permutation index).
-        statistic: maps a relabeling ``[n_units]`` to a float.
+        statistic: maps a relabeling ``[n_units]`` to a float; with ``batched``, maps
+            ``[P, n_units]`` relabelings (object) to ``[P]`` floats.
+        batched: call ``statistic`` once, on the observed labels (row 0) stacked over every
+            relabeling, so that the observed value and the null come from the same arithmetic.
 
     Returns:
         ``(observed, null_values, exact)``: ``statistic(labels)``, the statistic over the
         relabelings (the observed labeling included when exact), and whether it was exact.
     """
     labels = np.asarray(labels, dtype=object)
-    observed = float(statistic(labels))
     every, exact = relabelings(labels, strata, n_perm, seed, exact_limit)
+    if batched:
+        out = np.asarray(statistic(np.concatenate([labels[None], every])), dtype=float)
+        return float(out[0]), out[1:], exact
+    observed = float(statistic(labels))
     return observed, np.array([statistic(l) for l in every], dtype=float), exact
 
 
@@ -740,13 +784,15 @@ def language_claim(claim: str, hypothesis: str, measure: str, values: pd.Series,
                    source: str = "", scope: str = "", null_hypothesis: str = "",
                    interval: tuple[float, float] = (math.nan, math.nan), n_obs: int = 0,
                    caveat: str = "", n_perm: int = 9999, seed: int = 0,
-                   confidence: float = 0.95) -> ClaimTest:
+                   confidence: float = 0.95, batched: bool = False) -> ClaimTest:
     """A claim whose unit is the language, tested by permuting language labels.
 
     Args:
         values: one value per language (index: language codes), e.g. accuracy.
         labels: the property tested, per language (same index), e.g. morphological type.
-        statistic: ``(values, labels) -> float`` (numpy arrays in the index order).
+        statistic: ``(values, labels) -> float`` (numpy arrays in the index order); with
+            ``batched``, ``(values [n], labels [P, n]) -> [P]``
+            (:func:`permutation_test`'s ``batched``).
         strata: a confound per language held fixed (labels permute within its levels), or None.
         interval: a descriptive interval for the effect (e.g. items resampled, languages
             fixed), shown beside the verdict; it does not decide it.
@@ -759,7 +805,8 @@ def language_claim(claim: str, hypothesis: str, measure: str, values: pd.Series,
     v = values.to_numpy(dtype=float)
     lab = labels.reindex(idx).to_numpy(dtype=object)
     st = None if strata is None else strata.reindex(idx).to_numpy(dtype=object)
-    obs, null_vals, exact = permutation_test(lab, lambda l: statistic(v, l), st, n_perm, seed)
+    obs, null_vals, exact = permutation_test(lab, lambda l: statistic(v, l), st, n_perm, seed,
+                                             batched=batched)
     p_sup, p_con, smallest = permutation_p(obs, null_vals, exact, direction)
     n_lab = len(null_vals)
     how = (f"exact permutation over languages ({n_lab} distinct labelings"

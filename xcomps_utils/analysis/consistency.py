@@ -405,12 +405,12 @@ def agreement_follows(scored: pd.DataFrame, by: str = "morphological_type",
     kz, total, n_fin = np.where(fin, kappas, 0.0), float(np.where(fin, kappas, 0.0).sum()), \
         int(fin.sum())
 
-    def stat(_, labels):  # _group_stat of same vs different pairs, once per relabeling
-        s = (labels[a] == labels[b]).astype(float)
-        k_same, n_same = float(kz @ s), float(fin @ s)
-        if n_same == 0 or n_same == n_fin:
-            return math.nan
-        return k_same / n_same - (total - k_same) / (n_fin - n_same)
+    def stat(_, labels):  # _group_stat of same vs different pairs, [P, langs] -> [P]
+        s = (labels[:, a] == labels[:, b]).astype(float)
+        k_same, n_same = s @ kz, s @ fin
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = k_same / n_same - (total - k_same) / (n_fin - n_same)
+        return np.where((n_same == 0) | (n_same == n_fin), math.nan, out)
     desc = np.array([_group_stat(k, np.where(same, 1.0, -1.0)) for k in reps])
     desc = desc[np.isfinite(desc)]
     interval = (tuple(float(x) for x in np.quantile(desc, [0.025, 0.975]))
@@ -426,7 +426,8 @@ def agreement_follows(scored: pd.DataFrame, by: str = "morphological_type",
         null_hypothesis=f"agreement between two languages does not depend on sharing a {name}",
         interval=interval, n_obs=int(table["n"].sum()),
         caveat=f"{name} is confounded with {other.replace('_', ' ')} in these languages; types "
-               f"are permuted within each {other.replace('_', ' ')}.", n_perm=n_perm, seed=seed)
+               f"are permuted within each {other.replace('_', ' ')}.", n_perm=n_perm, seed=seed,
+        batched=True)
 
 
 def agreement_claims(scored: pd.DataFrame, n_boot: int = 2000, seed: int = 0

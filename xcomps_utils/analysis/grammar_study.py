@@ -44,7 +44,7 @@ import pandas as pd
 from ..lm.precision import decide, decisions, per_unit_tolerance
 from ..lm.token_scores import TokenScores
 from ..pairs import data, grammar, tasks
-from .claims import evaluate_claim, language_claim
+from .claims import evaluate_claim, language_claim, pearsons
 from .families import SESOI, correct
 from .decompose import split_pair_parts
 from .perplexity_paper import prompt_pair_measures
@@ -274,8 +274,8 @@ def accuracy_cells(scored: pd.DataFrame, by=("lang", "subset"), item: str = "ite
 
 
 def _concordance(values: np.ndarray, labels: np.ndarray, langs: np.ndarray) -> float:
-    """Mean Spearman correlation, over pairs of languages, of accuracy by construction (numpy:
-    it runs once per permutation)."""
+    """Mean Spearman correlation, over pairs of languages, of accuracy by construction (one
+    labeling; a permutation test's relabelings all at once: :func:`_concordances`)."""
     cons, lang_codes = np.unique(labels.astype(str)), pd.factorize(langs)[0]
     table = np.full((len(cons), lang_codes.max() + 1), np.nan)
     table[np.searchsorted(cons, labels.astype(str)), lang_codes] = values
@@ -285,6 +285,37 @@ def _concordance(values: np.ndarray, labels: np.ndarray, langs: np.ndarray) -> f
         r = (z.T @ z) / len(cons)
     iu = np.triu_indices(r.shape[0], 1)
     return float(np.nanmean(r[iu])) if np.isfinite(r[iu]).any() else float("nan")
+
+
+def _concordances(values: np.ndarray, labels: np.ndarray, langs: np.ndarray) -> np.ndarray:
+    """:func:`_concordance` of each row of ``labels`` (``[P, n]``: relabelings of construction
+    labels within each language) at once: ``[P]``. A cell's rank within its language, and each
+    language's mean and sd of ranks, do not change when labels move within the language, so each
+    cell's z-score is computed once and only placed anew per relabeling (rows that do not keep
+    every language's cells at the places of row 0 fall back to :func:`_concordance`)."""
+    names = labels.astype(str)
+    cons, lang_codes = np.unique(names[0]), pd.factorize(langs)[0]
+    rows = np.minimum(np.searchsorted(cons, names), len(cons) - 1)        # [P, n]
+    n_lang = lang_codes.max() + 1
+    place = np.sort(rows * n_lang + lang_codes, axis=1)
+    if ((cons[rows] != names).any() or (place[:, 1:] == place[:, :-1]).any()
+            or (place != place[0]).any()):
+        return np.array([_concordance(values, lab, langs) for lab in labels], dtype=float)
+    table = np.full((len(cons), n_lang), np.nan)
+    table[rows[0], lang_codes] = values
+    ranks = pd.DataFrame(table).rank().to_numpy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = (ranks - ranks.mean(0)) / ranks.std(0)
+    zs = np.broadcast_to(np.where(np.isnan(table), np.nan, 0.0), (len(labels),) + table.shape)
+    zs = zs.copy()                                                          # [P, cons, langs]
+    zs[np.arange(len(labels))[:, None], rows, lang_codes] = z[rows[0], lang_codes]
+    r = np.einsum("pcl,pcm->plm", zs, zs) / len(cons)
+    iu = np.triu_indices(n_lang, 1)
+    r = r[:, iu[0], iu[1]]
+    known = ~np.isnan(r)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(known, r, 0.0).sum(axis=1) / known.sum(axis=1)
+    return np.where(np.isfinite(r).any(axis=1), mean, np.nan)
 
 
 def construction_agreement(cells: pd.DataFrame, scope: str = "", n_perm: int = 9999,
@@ -318,10 +349,10 @@ def construction_agreement(cells: pd.DataFrame, scope: str = "", n_perm: int = 9
     t = language_claim(
         "construction_agreement", "a construction hard in one language is hard in the others",
         "mean Spearman r over language pairs of Direct accuracy across constructions", values,
-        labels, lambda v, lab: _concordance(v, lab, langs), +1, strata=strata, scope=scope,
+        labels, lambda v, lab: _concordances(v, lab, langs), +1, strata=strata, scope=scope,
         null_hypothesis="within each language, accuracy is unrelated to which construction it "
         "is (construction labels exchangeable within languages)", n_obs=int(c["n"].sum()),
-        n_perm=n_perm, seed=seed,
+        n_perm=n_perm, seed=seed, batched=True,
         caveat="each cell's accuracy rests on few pairs: noise in the cells pulls r toward 0")
     return replace(t, unit="language × construction cell")
 
@@ -346,7 +377,7 @@ def grammar_vs_concepts(grammar: pd.Series, concepts: pd.Series, scope: str = ""
     return language_claim(
         "grammar_tracks_concepts", "languages where the model knows grammar are those where it "
         "knows concepts", "Pearson r across languages of grammar and XCOMPS Direct accuracy",
-        g, c, lambda v, lab: float(np.corrcoef(v, lab.astype(float))[0, 1]), +1, scope=scope,
+        g, c, lambda v, lab: pearsons(v, lab.astype(float)), +1, scope=scope, batched=True,
         null_hypothesis="a language's XCOMPS accuracy is unrelated to its grammar accuracy "
         "(languages exchangeable)", n_obs=len(langs), seed=seed,
         caveat="grammar and concepts come from different benchmarks, built differently in each "

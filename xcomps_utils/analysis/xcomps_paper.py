@@ -21,7 +21,7 @@ import pandas as pd
 
 from . import claims, families
 from .claims import (DEFAULT_N_BOOT, ClaimTest, bootstrap_means, evaluate_claim, finish,
-                     language_claim, percentile_interval, permutation_p, slope)
+                     language_claim, percentile_interval, permutation_p, slope, slopes)
 from .families import SESOI
 from .scored import decided_rows, scored_pairs
 from ..pairs.xcomps import languages, NEGATIVE_TYPES, XCOMPS_LANGUAGES
@@ -227,7 +227,7 @@ def _type_trend(claim, hypothesis, scored, correct, label_col, order, strata_col
     name = label_col.replace("_", " ")
     return language_claim(
         claim, hypothesis, f"slope of language accuracy per {name} step", langs["accuracy"],
-        code, lambda v, l: slope(v, l.astype(float)), direction,
+        code, lambda v, l: slopes(v, l.astype(float)), direction,
         strata=strata if stratified else None, source=XCOMPS_SOURCE, scope=_method(correct),
         null_hypothesis=f"a language's accuracy does not depend on its {name}"
         + (f" within its {strata.name}" if stratified else ""),
@@ -237,7 +237,7 @@ def _type_trend(claim, hypothesis, scored, correct, label_col, order, strata_col
                 f"labels are permuted only within each {strata.name}, so the test asks for an "
                 f"effect beyond it. The interval resamples items with the languages fixed: it "
                 f"describes these languages, it does not test the claim."),
-        n_perm=n_perm, seed=seed, confidence=confidence)
+        n_perm=n_perm, seed=seed, confidence=confidence, batched=True)
 
 
 def morphology_trend(scored: pd.DataFrame, correct: str = "direct_correct",

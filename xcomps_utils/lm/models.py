@@ -45,6 +45,7 @@ Gemma's GGUF is assembled into the cache only when the model is loaded.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import importlib
@@ -630,13 +631,52 @@ _MANIFEST_FORMAT = 1
 _RACY_NS = 2_000_000_000
 
 
+@contextlib.contextmanager
+def _one_gguf_reader():
+    """Within the block, one ``gguf.GGUFReader`` a file, and its metadata parsed once:
+    transformers opens a GGUF three times to convert it (the tokenizer's config, the model's
+    config, the tensors), and each time parses every metadata field again (Gemma-3's
+    262,144-token vocabulary: more than a third of a conversion). The reader only reads (a
+    memory map), so the three share one; the two metadata-only parses share one (each caller
+    gets its own copy). The converted files are the same bytes (measured on both embedded
+    models); ``tests/lm/test_models.py`` holds the logits and the tokenizer to the GGUF's."""
+    import copy
+
+    import gguf
+    from transformers import modeling_gguf_pytorch_utils as hf_gguf
+
+    opened, parsed = {}, {}
+    reader, load = gguf.GGUFReader, hf_gguf.load_gguf_checkpoint
+
+    def shared(path, mode="r"):
+        key = (os.path.realpath(path), mode)
+        if key not in opened:
+            opened[key] = reader(path, mode)
+        return opened[key]
+
+    def metadata(path, return_tensors=False, *args, **kwargs):
+        if return_tensors or args or kwargs:
+            return load(path, return_tensors, *args, **kwargs)
+        key = os.path.realpath(path)
+        if key not in parsed:
+            parsed[key] = load(path)
+        return copy.deepcopy(parsed[key])
+
+    gguf.GGUFReader, hf_gguf.load_gguf_checkpoint = shared, metadata
+    try:
+        yield
+    finally:
+        gguf.GGUFReader, hf_gguf.load_gguf_checkpoint = reader, load
+
+
 def _write_converted(gguf: Path, folder: Path) -> None:
     """De-quantize ``gguf`` with transformers and save it (safetensors + tokenizer) in ``folder``."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
-                                                 dtype=torch.float32)
+    with _one_gguf_reader():
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                     dtype=torch.float32)
     # After loading, the weights are plain float32 tensors; only the GGUF quantization
     # marker makes save_pretrained refuse ("not serializable"). Clear it.
     model.hf_quantizer = None
