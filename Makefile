@@ -270,11 +270,12 @@ slow: install-dev
 # (ONE_CORE): a model process with a thread per core, sharing the cores with others, spends its
 # time waiting for its own threads (the audit took 9 minutes beside the grading, 5 alone); one
 # thread each, the two cores are busy until the last test ends (one phase after the other, the
-# slow tier's last minutes and the grading's left a core idle).
+# slow tier's last minutes and the grading's left a core idle). Their lines interleave, as they
+# come: each one's progress shows (synchronised output would hold each back until it ended).
 test: install-dev
 	$(MAKE) --no-print-directory check
 	$(MAKE) --no-print-directory smoke
-	$(MAKE) --no-print-directory -j3 --output-sync=line slow audit grade BESIDE="$(ONE_CORE)" \
+	$(MAKE) --no-print-directory -j3 slow audit grade BESIDE="$(ONE_CORE)" \
 	  GRADE_JOBS=1
 
 # The study of a model nobody ships (a tiny Llama folder beside SmolLM2, smoke size): every chapter

@@ -175,6 +175,36 @@ def test_control_keeps_candidates_and_template_and_swaps_the_subject(data_dir):
     assert len(_load("bmlama17_control:vi", seed=1)) == len(pairs)
 
 
+def test_a_donor_is_the_drawn_one_among_the_templates_other_subjects(data_dir):
+    """The rule of ``_donors``, written out over the file (every fact of the template scanned):
+    the facts of the same template with another subject, those whose gold is one of the fact's
+    candidates left out unless no other is left, in file order; the fact's own seeded draw picks
+    one of them."""
+    import numpy as np
+
+    rec, arrays = bmlama._donor_table("bmlama17", "vi", None)
+    every = bmlama._donors(rec, arrays, list(rec), 3, {"subject_not_in_prompt": 0,
+                                                       "no_donor": 0})
+    # the first 300 facts, and every fact left with a donor whose gold is a candidate
+    facts = list(dict.fromkeys([f for f in list(rec)[:300] if rec[f][0]]
+                               + [f for f, c in every.items() if c[2]]))
+    excluded = {"subject_not_in_prompt": 0, "no_donor": 0}
+    got = bmlama._donors(rec, arrays, facts, 3, excluded)
+    flagged = 0
+    for fact in facts:
+        template, subject, _, cands = rec[fact]
+        same = [d for d in rec if rec[d][0] == template]
+        pool = [d for d in same if rec[d][1] != subject]
+        clean = [d for d in pool if rec[d][2] not in cands]
+        pick = clean or pool
+        d = pick[int(np.random.default_rng([3, fact]).integers(len(pick)))]
+        assert got[fact] == (d, rec[d][1], not clean), fact
+        flagged += not clean
+    assert len(got) == len(facts) and flagged > 0
+    for taken, k, want in (([], 0, 0), ([0, 1, 5], 0, 2), ([0, 1, 5], 3, 6), ([2], 2, 3)):
+        assert bmlama._nth_left(taken, k) == want
+
+
 def test_a_subject_missing_from_its_prompt_is_counted(data_dir):
     pairs = _load("bmlama53:de")
     ctrl = bmlama.control_pairs(pairs, seed=0)

@@ -301,9 +301,9 @@ def control_pairs(pairs: pd.DataFrame, seed: int = 0, data_dir=None) -> pd.DataF
 
 
 def _donor_table(benchmark: str, lang: str, data_dir) -> tuple[dict, dict]:
-    """A file's facts (fact -> template, subject, gold, candidates) and, per template, its facts,
-    their subjects as an array and where each gold sits among them: what :func:`_donors` draws
-    from."""
+    """A file's facts (fact -> template, subject, gold, candidates) and, per template, its facts
+    as an array with, for each subject and each gold, the positions among them that hold it:
+    what :func:`_donors` draws from."""
     facts = read_facts(benchmark, lang, data_dir)
     rec = dict(zip(facts["fact"].tolist(), zip(facts["template"].tolist(),
                                                facts["subject"].tolist(),
@@ -313,40 +313,49 @@ def _donor_table(benchmark: str, lang: str, data_dir) -> tuple[dict, dict]:
     for fact, (template, *_) in rec.items():
         if template:
             by_template.setdefault(template, []).append(fact)
-    # each template's facts, subjects and golds as arrays (in file order): a fact's donors
-    # are a mask over them, not a scan of the file
-    # (and where each gold sits among them, so a fact's candidates mark the donors whose
-    # gold is one of them without comparing every donor's gold)
+    # each template's facts (in file order) and where each subject and each gold sits among
+    # them: a fact's donors are the positions left when its own subject's and its candidates'
+    # are taken out, found without a scan of the template
     arrays = {}
     for t, fs in by_template.items():
+        at_subject: dict[str, list[int]] = {}
         at_gold: dict[str, list[int]] = {}
         for k, d in enumerate(fs):
+            at_subject.setdefault(rec[d][1], []).append(k)
             at_gold.setdefault(rec[d][2], []).append(k)
-        arrays[t] = (np.array(fs), np.array([rec[d][1] for d in fs], dtype=object), at_gold)
+        arrays[t] = (np.array(fs), at_subject, at_gold)
     return rec, arrays
+
+
+def _nth_left(taken: list[int], k: int) -> int:
+    """The ``k``-th (0-based) position, in order, that is not in ``taken`` (sorted, distinct)."""
+    return k + int(np.searchsorted(np.asarray(taken) - np.arange(len(taken)), k, side="right"))
 
 
 def _donors(rec: dict, arrays: dict, facts, seed: int, excluded: dict) -> dict:
     """fact -> (donor fact, donor subject, whether no donor without a candidate as gold was
-    left) for each of ``facts`` that has one (:func:`control_pairs`' rule); the others counted
-    in ``excluded``."""
+    left) for each of ``facts`` that has one (:func:`control_pairs`' rule: a fact of the same
+    template with another subject, drawn with the fact's own seed, among those whose gold is not
+    one of the fact's candidates when there are any); the others counted in ``excluded``."""
     chosen = {}
     for fact in facts:
         template, subject, _, cands = rec[fact]
         if not template:
             excluded["subject_not_in_prompt"] += 1
             continue
-        fs, subjects, at_gold = arrays[template]
-        pool = subjects != subject
-        if not pool.any():
+        fs, at_subject, at_gold = arrays[template]
+        own = at_subject[subject]
+        if len(own) == len(fs):
             excluded["no_donor"] += 1
             continue
-        clean = pool.copy()
+        taken = set(own)
         for c in cands:
-            clean[at_gold.get(c, [])] = False
-        pick = fs[clean] if clean.any() else fs[pool]
-        d = int(pick[int(np.random.default_rng([seed, fact]).integers(len(pick)))])
-        chosen[fact] = (d, rec[d][1], not clean.any())
+            taken.update(at_gold.get(c, ()))
+        clean = len(taken) < len(fs)
+        taken = sorted(taken) if clean else own
+        k = int(np.random.default_rng([seed, fact]).integers(len(fs) - len(taken)))
+        d = int(fs[_nth_left(taken, k)])
+        chosen[fact] = (d, rec[d][1], not clean)
     return chosen
 
 
