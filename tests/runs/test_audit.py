@@ -518,6 +518,53 @@ def test_a_neuro_run_whose_states_were_not_shipped_is_audited_from_recomputed_st
 
 
 @pytest.mark.slow
+def test_an_unshipped_neuro_run_of_several_languages_is_audited_one_language_at_a_time(
+        lm, data_dir, tmp_path):
+    """A Neuro run of two languages whose states were not shipped: a draw recomputes one
+    language's states and probes and compares that language's measures, every one but the
+    three that pool both languages' nulls (said, not compared); a tampered number of the drawn
+    language fails it, one of the other language is that language's draw, and `--all`
+    recomputes the run whole and compares every number."""
+    from xcomps_utils.pairs import xcomps
+
+    root = tmp_path / "store"
+    pairs = xcomps.load_languages(["en", "de"], source="sample", items_per_language=6, seed=0)
+    rid = execute.run(lm, pairs, ["neuro"], store=root, probe_by=[["lang"]], shard_size=24,
+                      progress=False).runs["neuro"]
+    shutil.rmtree(root / "states")
+    st = S.Store(root)
+    assert [u["label"] for u in A.units(st, {rid})] == ["probes lang=de", "probes lang=en"]
+    assert [u["label"] for u in A.units(st, {rid}, by_language=False)] == ["probes"]
+    drawn = {s: A.plan_sample(A.units(st, {rid}), None, s)[0]["label"] for s in range(8)}
+    seed = {label: s for s, label in drawn.items()}
+    assert set(seed) == {"probes lang=de", "probes lang=en"}  # either language is drawn
+    table = A.audit(root, seed=seed["probes lang=de"])
+    assert table["ok"].all(), A.failures(table)
+    compared = table[table.tolerance_name.notna() & ~table.tolerance_name.str.contains(
+        "not compared")]
+    assert "nested_balanced_accuracy" in set(compared.measure)
+    said = table[table.tolerance_name.str.contains("not compared")]
+    assert set(said.measure) == {"states", "p_adjusted", "p_pooled", "n_pooled"}
+    stored = pd.read_parquet(root / f"measures/run={rid}/probes.parquet")
+    n_de = (stored.lang == "de").sum()
+    assert compared["rows"].sum() == n_de - 3  # every number of de's group but the pooled 3
+
+    def tamper(lang):
+        _rewrite(root, f"measures/run={rid}/probes.parquet", lambda f: f.assign(value=np.where(
+            (f.measure == "nested_balanced_accuracy") & (f.lang == lang), f.value + 0.3,
+            f.value)))
+
+    tamper("en")  # the other language: not this draw's
+    assert A.audit(root, seed=seed["probes lang=de"])["ok"].all()
+    bad = A.failures(A.audit(root, seed=seed["probes lang=en"]))
+    assert list(bad["measure"]) == ["nested_balanced_accuracy"] and "lang=en" in bad["where"].iat[0]
+    whole = A.audit(root, every=True)
+    assert list(A.failures(whole)["measure"]) == ["nested_balanced_accuracy"]
+    pooled = whole[whole.measure.isin(["p_adjusted", "p_pooled", "n_pooled"])]
+    assert len(pooled) == 3 and not pooled.tolerance_name.str.contains("not compared").any()
+
+
+@pytest.mark.slow
 def test_a_store_shipped_without_states_and_tokens_is_audited_and_reads(shipped, tmp_path, lm):
     """`Store.ship` leaves out the Neuro states and Direct's tokens: the copy verifies, the audit
     recomputes a shard of every method and compares what was shipped (the left-out files said

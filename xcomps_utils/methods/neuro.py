@@ -30,7 +30,7 @@ from ..errors import InputTypeError, NumericalError
 from ..lm.encoding import check_texts, encode, length_batches, resolve_token_budget
 from .base import ID, MEASURE_COLUMNS, Method
 
-__all__ = ["last_token_states", "ShardedStates", "probes", "Neuro"]
+__all__ = ["last_token_states", "ShardedStates", "GivenStates", "probes", "Neuro"]
 
 
 def last_token_states(lm, texts: list[str], batch_size: int | None = None,
@@ -144,6 +144,22 @@ class ShardedStates:
         return np.stack([self.parts[self.where[i][0]][self.where[i][1]] for i in rows])
 
 
+class GivenStates:
+    """The states of ``texts`` held in one ``[N, L + 1, H]`` array (``states[i]`` is
+    ``texts[i]``'s), read like :class:`ShardedStates`: what the audit recomputes of one
+    language (:mod:`xcomps_utils.runs.audit`)."""
+
+    def __init__(self, texts: list[str], states: np.ndarray):
+        if len(texts) != len(states):
+            raise InputTypeError(f"{len(texts)} texts but {len(states)} rows of states")
+        self.index = {t: i for i, t in enumerate(texts)}
+        self.array = states
+        self.shape = states.shape
+
+    def __getitem__(self, rows):
+        return self.array[list(rows)]
+
+
 _LAYER_MEASURES = ("f1", "balanced_accuracy", "mcc", "null_q95")
 
 
@@ -154,9 +170,10 @@ _LAYER_MEASURES = ("f1", "balanced_accuracy", "mcc", "null_q95")
 NULL_DRAWS: dict = {}
 
 
-def probes(store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame:
+def probes(store, rid: str, pairs: pd.DataFrame, p: dict, states=None) -> pd.DataFrame:
     """Neuro's run-level step: the probes of every ``probe_by`` group over the run's state
-    shards (long measures, ``layer`` -1 for a group's summary).
+    shards (long measures, ``layer`` -1 for a group's summary); ``states``: read them there
+    instead (a :class:`GivenStates` holding every sentence of ``pairs``).
 
     The groups' probes run in :func:`xcomps_utils.paths.probe_jobs` worker processes
     (joblib), the groups with a permutation null first; every fit is single-threaded and seeded,
@@ -177,7 +194,7 @@ def probes(store, rid: str, pairs: pd.DataFrame, p: dict) -> pd.DataFrame:
     from .probing import (DEFAULT_N_PERMUTATIONS, joint_permutation_test,
                           probe_sentences)
 
-    states = ShardedStates(store, rid)
+    states = ShardedStates(store, rid) if states is None else states
     NULL_DRAWS.pop(rid, None)
     item = next(c for c in ("property", "prompt", "item") if c in pairs)
     true_bad = (pairs["distractor_true"].astype(bool) if "distractor_true" in pairs

@@ -68,9 +68,13 @@ recomputes every shard, whole. ``make ship`` checks the runs it ships the same w
 state shard and the run's probes: the state shard recomputed and compared (states within the
 tolerance above), and the probes recomputed from the stored (verified) states and compared. A
 Neuro run whose states are not in the store (``states/`` not shipped: every state file its
-markers record is missing, and nothing else) is not a verify failure; its draw recomputes every
-state shard and, from those, the probes, and compares the measures it stores (the probes and
-the sentences; the states themselves cannot be compared: the table says so). Such probes
+markers record is missing, and nothing else) is not a verify failure; its draw is one of its
+languages (when every ``probe_by`` list holds ``lang`` and the run has several; else the whole
+run): the states of that language's sentences recomputed and, from those, the probes of its
+groups, compared with the stored measures of those groups (the states themselves cannot be
+compared: the table says so; nor can ``p_adjusted``, ``p_pooled`` and ``n_pooled``, which pool
+every language's null: the table says so too). ``--all`` recomputes such a run whole, every state
+shard and every probe, and compares all it stores. Such probes
 can differ only if the recomputed states differ from the unshipped ones, where a prediction at
 the threshold flips: their scores are held within one flipped prediction (``PROBE_FLIP_SCORES``),
 their counts, chosen layers and p-values exactly.
@@ -213,16 +217,30 @@ def _tolerance_kind(method) -> str:
     return m.audit_tolerance if m is not None else "equal"
 
 
-def units(store: Store, unshipped: set[str] = frozenset(), runs: list[str] | None = None
-          ) -> list[dict]:
+def _probe_languages(run, key: dict) -> list[str] | None:
+    """The languages a Neuro run's probes can be audited one at a time by: its pairs' languages
+    when it has several and every ``probe_by`` list holds ``lang`` (so each probe group lies in
+    one language), else ``None``."""
+    probe_by = planner.parameters_of(key).get("probe_by") or [[]]
+    if not all("lang" in by for by in probe_by):
+        return None
+    langs = sorted(run.pairs()["lang"].astype(str).unique())
+    return langs if len(langs) > 1 else None
+
+
+def units(store: Store, unshipped: set[str] = frozenset(), runs: list[str] | None = None,
+          by_language: bool = True) -> list[dict]:
     """What can be drawn for an audit (of ``runs``, default every run): one unit per finished
     shard of each run (Neuro: per state shard, with the run's probes when they are done; a run
-    whose states were not shipped: one unit, its probes from every state shard recomputed).
+    whose states were not shipped: one unit per language, the states of its sentences and the
+    probes of its groups recomputed (:func:`_probe_languages`), or with ``by_language=False``
+    (``--all``) or a run probed across languages, one unit, its probes from every state shard
+    recomputed).
 
     Returns:
         dicts ``{"run", "method", "model", "label", "jobs"}``; each job is ``{"recompute":
-        [shards], "link": [stored shards it reads], "compare": [shards]}``, computed in one
-        temporary store.
+        [shards], "link": [stored shards it reads], "compare": [shards]}`` (and ``"lang"``: of
+        one language only), computed in one temporary store.
     """
     out = []
     for rid in store.ids() if runs is None else runs:
@@ -233,7 +251,12 @@ def units(store: Store, unshipped: set[str] = frozenset(), runs: list[str] | Non
         last = _last(method)
         states = [n for n in done if n != last]
         if last and rid in unshipped:
-            if last in done:
+            langs = _probe_languages(run, key) if by_language and last in done else None
+            for lang in langs or []:
+                out.append({**base, "label": f"{last} lang={lang}", "jobs": [
+                    {"recompute": states + [last], "link": [], "compare": [last],
+                     "lang": lang}]})
+            if last in done and not langs:
                 out.append({**base, "label": last, "jobs": [
                     {"recompute": states + [last], "link": [], "compare": states + [last]}]})
             continue
@@ -530,6 +553,9 @@ def _null_draws_of(rid: str) -> dict:
 
 
 _P_VALUES = ("p_permutation", "p_adjusted", "p_pooled")
+#: a probe group's measures that pool every language's null (a language recomputed alone cannot
+#: reproduce them: :func:`xcomps_utils.methods.probing.joint_permutation_test`)
+_POOLED = ("p_adjusted", "p_pooled", "n_pooled")
 
 
 def _p_value_bounds(draws: dict, n_min: dict) -> dict:
@@ -731,6 +757,12 @@ def _compare_measures(method: str, old: pd.DataFrame, new: pd.DataFrame, prec: _
     for measure in dict.fromkeys(new["measure"]):
         rows = np.flatnonzero((new["measure"] == measure).to_numpy())
         o, n = old.iloc[rows], new.iloc[rows].reset_index(drop=True)
+        if ctx.get("lang") is not None and measure in _POOLED:
+            out.append({"measure": measure, "rows": len(rows), "max_abs_diff": np.nan,
+                        "tolerance": np.nan, "tolerance_name": "pooled over every language's "
+                        f"null: not compared (lang={ctx['lang']} recomputed alone)",
+                        "where": "", "ok": True})
+            continue
         tol = rule(measure)
         decision = (_decision_tolerance(method, measure, old, new, n, rule, prec)
                     if measure in _DECISIONS else None)
@@ -866,8 +898,15 @@ def _compare_shard(store: Store, tmp: Store, rid: str, name: str, method: str,
             out += _compare_states(np.load(old_path, mmap_mode="r"), np.load(new_path), prec,
                                    texts)
         elif folder == "measures":
-            out += _compare_measures(method, _restrict(pd.read_parquet(old_path), sub),
-                                     _restrict(pd.read_parquet(new_path), sub), prec, ctx)
+            old = _restrict(pd.read_parquet(old_path), sub)
+            if ctx.get("lang") is not None:  # one language of an unshipped Neuro run
+                old = old[old["lang"].astype(str) == ctx["lang"]].reset_index(drop=True)
+                out.append({"measure": "states", "rows": 0, "max_abs_diff": np.nan,
+                            "tolerance": np.nan, "tolerance_name": "not shipped: not compared "
+                            f"(the probes of lang={ctx['lang']} are recomputed from its "
+                            "sentences' recomputed states)", "where": "", "ok": True})
+            out += _compare_measures(method, old, _restrict(pd.read_parquet(new_path), sub),
+                                     prec, ctx)
         else:
             kind = METHODS[method].audit_details.get(folder) if method in METHODS else None
             out += _compare_detail(folder, _restrict(pd.read_parquet(old_path), sub),
@@ -912,17 +951,44 @@ def _setup(store: Store, tmp_root: Path, rid: str, link: list[str]) -> Store:
     return Store(tmp_root)
 
 
+def _run_model(key: dict, device: str):
+    """The run's model, as :func:`xcomps_utils.runs.execute.repair` loads it.
+
+    Raises:
+        StoreError: the model loaded now is not the run's (other weights or dtype)."""
+    lm = planner.load(*_load_args(key, device))
+    mine = json.loads(json.dumps(lm.identity(), default=str))
+    if any(key.get(k) != v for k, v in mine.items()):
+        raise StoreError(f"it was computed with { {k: key.get(k) for k in mine} }, the model "
+                         f"loaded now is {mine}")
+    return lm
+
+
+def _recompute_language(tmp: Store, rid: str, lang: str, device: str) -> None:
+    """A Neuro run whose states were not shipped, one language of it: the last-token states of
+    that language's sentences recomputed with the run's model and parameters, and from them the
+    probes of that language's groups, written into ``tmp`` as the run's finishing shard."""
+    from ..methods.neuro import GivenStates, last_token_states, probes
+
+    run = tmp.run(rid)
+    key = run.record["key"]
+    lm = _run_model(key, device)
+    p, pairs = planner.parameters_of(key), run.pairs()
+    sub = pairs[pairs["lang"].astype(str) == lang]
+    texts = list(dict.fromkeys(list(sub["good"]) + list(sub["bad"])))
+    states = last_token_states(lm, texts, token_budget=p["token_budget"],
+                               batch_size=p["batch_size"])
+    run.write_shard(_last(key["method"]), probes(None, rid, sub, p,
+                                                 states=GivenStates(texts, states)))
+
+
 def _recompute_pairs(tmp: Store, rid: str, name: str, rows: list[int], device: str) -> None:
     """Recompute ``rows`` (positions in shard ``name``) of a per-pair method into ``tmp`` as
     that shard: the run's model, dtype and parameters, as :func:`xcomps_utils.runs.execute.repair`
     loads them, on only those pairs."""
     run = tmp.run(rid)
     key = run.record["key"]
-    lm = planner.load(*_load_args(key, device))
-    mine = json.loads(json.dumps(lm.identity(), default=str))
-    if any(key.get(k) != v for k, v in mine.items()):
-        raise StoreError(f"it was computed with { {k: key.get(k) for k in mine} }, the model "
-                         f"loaded now is {mine}")
+    lm = _run_model(key, device)
     size, i = run.record["shard_size"], int(name.removeprefix("shard-"))
     shard = run.pairs().iloc[i * size:(i + 1) * size].reset_index(drop=True)
     measures, details = execute.SHARD[key["method"]](
@@ -960,6 +1026,8 @@ def _job(store: Store, unit: dict, job: dict, device: str, unshipped: bool, log)
         try:
             if subset is not None:
                 _recompute_pairs(tmp, rid, job["recompute"][0], subset, device)
+            elif job.get("lang") is not None:
+                _recompute_language(tmp, rid, job["lang"], device)
             else:
                 execute.repair(tmp, problems, device=device)
         except (StoreError, ValueError, ImportError, OSError) as err:
@@ -982,12 +1050,16 @@ def _job(store: Store, unit: dict, job: dict, device: str, unshipped: bool, log)
             if _tolerance_kind(method) == "probe" and unshipped:
                 ctx["recomputed_states"] = True
                 ctx["null_draws"] = _null_draws_of(rid)
+            if job.get("lang") is not None:
+                ctx["lang"] = job["lang"]
             for r in _compare_shard(store, tmp, rid, name, method, prec, ctx, unshipped):
                 rows.append({"run": rid, "method": method, "model": unit["model"],
                              "shard": name, **r})
     bad = sum(not r["ok"] for r in rows)
-    what = ", ".join(job["recompute"]) + (f" ({len(subset)} of its pairs)" if subset is not None
-                                          else "")
+    what = (f"{job['compare'][0]} of lang={job['lang']} (the states of its sentences, the "
+            f"probes of its groups)" if job.get("lang") is not None else
+            ", ".join(job["recompute"]) + (f" ({len(subset)} of its pairs)"
+                                           if subset is not None else ""))
     log(f"audit: {rid} {what}: recomputed in {seconds:.1f} s, "
         f"{len(rows)} comparison(s), " + (f"{bad} out of tolerance" if bad else "all within "
                                           "tolerance"))
@@ -1052,7 +1124,7 @@ def audit(store: str | os.PathLike | Store, sample: int | None = None, seed: int
     log(f"audit: verify: {len(runs or store.ids())} run(s), every shard as recorded"
         + (f" (the states of {len(unshipped)} Neuro run(s) not shipped: "
            f"{', '.join(sorted(unshipped))})" if unshipped else ""))
-    candidates = units(store, unshipped, runs)
+    candidates = units(store, unshipped, runs, by_language=not every)
     if not candidates:
         raise AuditError(f"{store.root}: no finished shard to audit")
     check(SampleSize, pairs, "pairs")
