@@ -60,7 +60,7 @@ def test_the_publish_plan_of_the_small_chapters_is_in_the_shipped_store():
     assert list(ds["pairs"]) == [4000, 2000, 1000]
 
 
-def test_a_changed_model_list_plans_new_runs_and_keeps_the_pairs():
+def test_a_changed_model_list_plans_new_runs_and_keeps_the_pairs(data_dir):
     """The same chapter with another model: the same pairs, new runs (none in the store)."""
     values = study.chapter_values("first_token", "publish", models=["random:" + SMOL])
     reqs = study.requests("first_token", values)
