@@ -26,7 +26,8 @@ from .families import SESOI
 from .scored import decided_rows, scored_pairs
 from ..pairs.xcomps import languages, NEGATIVE_TYPES, XCOMPS_LANGUAGES
 
-__all__ = ["pair_table", "method_tables", "claim_tests", "neuro_cells", "probe_caveat",
+__all__ = ["pair_table", "control_gaps", "control_probes", "method_tables", "claim_tests",
+           "neuro_cells", "probe_caveat",
            "probe_verdict", "english_advantage", "english_rank", "subtle_negatives_harder", "morphology_trend",
            "resource_trend", "direct_tracks_neuro", "XCOMPS_SOURCE", "SUBTLE", "MORPH_ORDER",
            "RESOURCE_ORDER", "TRANSLATION_CAVEAT", "simulate_pairs", "CHAPTER_LANGUAGES", "CONTRACTS"]
@@ -367,6 +368,80 @@ def pair_table(measures: pd.DataFrame, pairs: pd.DataFrame) -> pd.DataFrame:
     table = languages().set_index("iso")
     out["morphology"] = out["lang"].map(table["morphological_type"])
     out["resource_level"] = out["lang"].map(table["resource_level"])
+    return out
+
+
+def control_gaps(trained: pd.DataFrame, control: pd.DataFrame, n_boot: int = DEFAULT_N_BOOT,
+                 seed: int = 0, confidence: float = 0.95) -> pd.DataFrame:
+    """How far a trained model's Meta and Direct accuracies lie beyond its untrained control's
+    (``random:<model>``: the same architecture and tokenizer, the initialiser's weights) on the
+    same XCOMPS pairs: what the training added to what the architecture and tokenizer alone read.
+
+    Args:
+        trained, control: :func:`pair_table` of the two models' runs on the same pairs.
+
+    Returns:
+        one row per method both tables hold (``Meta``, ``Direct``): each model's ``accuracy``
+        and ``decided`` pairs (``trained_``, ``control_``; ties and near ties left out, as every
+        table), ``gap`` (trained minus control, a difference of accuracies), its percentile
+        bootstrap interval ``ci_low``, ``ci_high`` resampling whole items (``property``: an
+        item's pairs in every language, and both models' decisions on them, together), and
+        ``items``.
+    """
+    rows = []
+    for name, col in (("Meta", "meta_correct"), ("Direct", "direct_correct")):
+        if col not in trained or col not in control:
+            continue
+        data = pd.concat([decided_rows(t, col).assign(source=s, right=lambda d: d[col].astype(
+            float))[["property", "source", "right"]] for s, t in (("trained", trained),
+                                                                 ("control", control))])
+        if data["source"].nunique() < 2:
+            continue
+        est, lo, hi, n = bootstrap_means(
+            data, "right", "property", "source",
+            lambda m, levels: m[:, levels.index("trained")] - m[:, levels.index("control")],
+            n_boot=n_boot, seed=seed, confidence=confidence)
+        acc = data.groupby("source")["right"].agg(["mean", "size"])
+        rows.append({"method": name, "trained_accuracy": acc.at["trained", "mean"],
+                     "trained_decided": int(acc.at["trained", "size"]),
+                     "control_accuracy": acc.at["control", "mean"],
+                     "control_decided": int(acc.at["control", "size"]),
+                     "gap": est, "ci_low": lo, "ci_high": hi, "items": n})
+    return pd.DataFrame(rows)
+
+
+def control_probes(trained: pd.DataFrame, control: pd.DataFrame, n_boot: int = DEFAULT_N_BOOT,
+                   seed: int = 0, confidence: float = 0.95) -> pd.DataFrame:
+    """A trained model's probes beside its untrained control's (the control Hewitt & Liang, 2019,
+    and Voita & Titov, 2020, ask of a probe): per language, the probe over every negative type
+    (``subset == "all"``) of each, its balanced accuracy at the nested layer and its permutation
+    p-value, and the difference; then a row ``mean`` whose interval is a percentile bootstrap over
+    the languages (the unit: one probe a language).
+
+    Args:
+        trained, control: the probe-group tables of :func:`xcomps_utils.methods.probing.probe_tables`.
+
+    Returns:
+        one row per language both hold, then ``mean``: ``trained``, ``control`` (balanced
+        accuracies, chance 0.5), ``p_trained``, ``p_control``, ``gap``, ``ci_low``, ``ci_high``
+        (``mean`` only), ``languages``.
+    """
+    cols = ["lang", "nested_balanced_accuracy", "p_permutation"]
+    t, c = ([g[g["subset"] == "all"][cols].set_index("lang") for g in (trained, control)]
+            if len(trained) and len(control) else (pd.DataFrame(columns=cols[1:]),) * 2)
+    both = t.join(c, lsuffix="_t", rsuffix="_c", how="inner")
+    out = pd.DataFrame({"trained": both["nested_balanced_accuracy_t"],
+                        "control": both["nested_balanced_accuracy_c"],
+                        "p_trained": both["p_permutation_t"], "p_control": both["p_permutation_c"]})
+    out["gap"] = out["trained"] - out["control"]
+    if len(out):
+        data = out.reset_index().rename(columns={"index": "lang"})
+        est, lo, hi, n = bootstrap_means(data, "gap", "lang", None, lambda m, _: m[:, 0],
+                                         n_boot=n_boot, seed=seed, confidence=confidence)
+        out.loc["mean"] = [out["trained"].mean(), out["control"].mean(), np.nan, np.nan, est]
+        out["ci_low"], out["ci_high"] = np.nan, np.nan
+        out.loc["mean", ["ci_low", "ci_high"]] = [lo, hi]
+        out["languages"] = [1] * (len(out) - 1) + [n]
     return out
 
 

@@ -250,6 +250,9 @@ class XcompsResults(_XcompsLanguages):
     items_per_language: SampleSize = param(24, ITEMS, publish=None, smoke=5)
     methods: Annotated[list[Literal["meta", "direct", "neuro"]], Field(min_length=1)] = param(
         ["meta", "direct", "neuro"], "the methods run")
+    controls: Flag = param(True, "beside each model, its untrained control `random:<model>` "
+                                 "(the same architecture and tokenizer, the initialiser's "
+                                 "weights) by the same methods", smoke=False)
     use_chat_template: Flag = param(False, "Meta's prompt through the tokenizer's chat template")
     device: Device = param("auto", DEVICE)
     dtype: Dtype = param("auto", DTYPE)

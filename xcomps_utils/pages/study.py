@@ -137,6 +137,10 @@ def _xcomps_results(p: dict) -> list[Request]:
     out = [Request("the page's methods", first, pairs, methods)]
     out += [Request("Direct, beside the first model", m, pairs, ("direct",))
             for m in (others if "direct" in methods else [])]
+    if p.get("controls"):
+        out += [Request("the untrained control of each model", f"random:{m}", pairs,
+                        methods if m == first else ("direct",))
+                for m in [first] + (others if "direct" in methods else [])]
     if "neuro" in methods:
         out.append(Request("exercise: Neuro under leaking folds", first,
                            leaking_pairs(pairs, p["languages"][0]), ("neuro",)))
