@@ -381,9 +381,10 @@ def control_gaps(trained: pd.DataFrame, control: pd.DataFrame, n_boot: int = DEF
         trained, control: :func:`pair_table` of the two models' runs on the same pairs.
 
     Returns:
-        one row per method both tables hold (``Meta``, ``Direct``): each model's ``accuracy``
-        and ``decided`` pairs (``trained_``, ``control_``; ties and near ties left out, as every
-        table), ``gap`` (trained minus control, a difference of accuracies), its percentile
+        one row per method both tables hold (``Meta``, ``Direct``): each model's accuracy
+        (``trained``, ``control``) over the pairs it decides (``n_trained``, ``n_control``; ties
+        and near ties left out, as every table), ``gap`` (trained minus control, a difference of
+        accuracies), its percentile
         bootstrap interval ``ci_low``, ``ci_high`` resampling whole items (``property``: an
         item's pairs in every language, and both models' decisions on them, together), and
         ``items``.
@@ -402,10 +403,10 @@ def control_gaps(trained: pd.DataFrame, control: pd.DataFrame, n_boot: int = DEF
             lambda m, levels: m[:, levels.index("trained")] - m[:, levels.index("control")],
             n_boot=n_boot, seed=seed, confidence=confidence)
         acc = data.groupby("source")["right"].agg(["mean", "size"])
-        rows.append({"method": name, "trained_accuracy": acc.at["trained", "mean"],
-                     "trained_decided": int(acc.at["trained", "size"]),
-                     "control_accuracy": acc.at["control", "mean"],
-                     "control_decided": int(acc.at["control", "size"]),
+        rows.append({"method": name, "trained": acc.at["trained", "mean"],
+                     "n_trained": int(acc.at["trained", "size"]),
+                     "control": acc.at["control", "mean"],
+                     "n_control": int(acc.at["control", "size"]),
                      "gap": est, "ci_low": lo, "ci_high": hi, "items": n})
     return pd.DataFrame(rows)
 
