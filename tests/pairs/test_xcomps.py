@@ -51,6 +51,17 @@ def test_language_table():
     assert (t.classified_by != "").all() and (t.sources != "").all()
 
 
+def test_the_language_table_is_read_once_and_each_caller_gets_its_own_copy(tmp_path, monkeypatch):
+    first = xcomps.languages()
+    first.loc[0, "iso"] = "xx"  # a caller's edit stays its own
+    assert xcomps.languages().iso.iloc[0] != "xx"
+    copy = tmp_path / "languages.csv"  # another file (or the file changed): read afresh
+    copy.write_text((xcomps.resources_dir() / "languages.csv").read_text().replace(
+        "agglutinative", "agglutinating"))
+    monkeypatch.setattr(xcomps, "resources_dir", lambda: tmp_path)
+    assert "agglutinating" in set(xcomps.languages().morphological_type)
+
+
 @pytest.fixture
 def served_upstream(tmp_path, monkeypatch):
     """A locally served copy of a file in the upstream format (our German sample)."""

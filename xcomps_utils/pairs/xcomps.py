@@ -23,6 +23,7 @@ paper's tables and claims :mod:`xcomps_utils.analysis.xcomps_paper`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -52,8 +53,16 @@ _SAMPLE_DIR = Path("sample") / "xcomps"  # under resources_dir()
 def languages() -> pd.DataFrame:
     """The language table ``data/languages.csv``: ISO code, name, family,
     script, morphological type (analytic, inflected, agglutinative), resource level, who
-    classified it, sources."""
-    return pd.read_csv(resources_dir() / "languages.csv", keep_default_na=False)
+    classified it, sources. A copy each call (read once per file state: the claim contract's
+    simulations ask for it thousands of times)."""
+    path = resources_dir() / "languages.csv"
+    st = path.stat()
+    return _languages_csv(str(path), st.st_mtime_ns, st.st_size).copy()
+
+
+@functools.lru_cache(maxsize=4)
+def _languages_csv(path: str, mtime_ns: int, size: int) -> pd.DataFrame:
+    return pd.read_csv(path, keep_default_na=False)
 
 
 def git_blob_id(path: str | os.PathLike) -> str:
