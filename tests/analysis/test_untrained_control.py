@@ -54,3 +54,39 @@ def test_the_probes_per_language_and_their_mean_gap():
     assert out.loc["en", "gap"] == pytest.approx(0.4) and out.loc["de", "gap"] == pytest.approx(0.25)
     assert out.loc["mean", "gap"] == pytest.approx(0.325) and out.loc["mean", "languages"] == 2
     assert 0.25 <= out.loc["mean", "ci_low"] <= out.loc["mean", "ci_high"] <= 0.4
+
+
+# --- BMLAMA: knowledge beyond the control frame, a model beside its untrained control ------------
+
+def _language_table(pairwise, beyond) -> pd.DataFrame:
+    langs = [f"l{i}" for i in range(len(beyond))]
+    return pd.DataFrame({"pairwise": pairwise, "pairwise_beyond": beyond},
+                        index=pd.Index(langs, name="lang"))
+
+
+def test_bmlama_gaps_are_per_language_with_a_mean_resampling_languages():
+    from xcomps_utils.analysis import bmlama_study as B
+
+    rng = np.random.default_rng(1)
+    beyond_t, beyond_c = rng.normal(0.15, 0.05, 17), rng.normal(0.0, 0.03, 17)
+    trained = _language_table(0.6 + beyond_t, beyond_t)
+    control = _language_table(np.full(17, 0.62), beyond_c).drop(index="l3")  # one language less
+    out = B.control_gaps(trained, control, n_boot=500, seed=0)
+    gaps = np.delete(beyond_t - beyond_c, 3)
+    assert list(out.index) == [f"l{i}" for i in range(17) if i != 3] + ["mean"]
+    assert np.allclose(out["gap"].iloc[:-1], gaps)
+    assert out.at["mean", "gap"] == pytest.approx(gaps.mean())
+    assert out.at["mean", "languages"] == 16 and out["control_pairwise"].iloc[0] == 0.62
+    lo, hi = out.at["mean", "ci_low"], out.at["mean", "ci_high"]
+    se = gaps.std(ddof=1) / np.sqrt(16)  # a percentile interval about 2 standard errors wide
+    assert lo < gaps.mean() < hi and 2.5 * se < hi - lo < 5.5 * se
+
+
+def test_bmlama_gap_of_a_model_with_itself_is_zero_and_a_missing_column_is_named():
+    from xcomps_utils.analysis import bmlama_study as B
+
+    t = _language_table(np.linspace(0.5, 0.9, 5), np.linspace(0, 0.2, 5))
+    out = B.control_gaps(t, t, n_boot=200, seed=0)
+    assert (out["gap"] == 0).all() and out.at["mean", "ci_low"] == out.at["mean", "ci_high"] == 0
+    with pytest.raises(ValueError, match="'beyond'"):
+        B.control_gaps(t, t, value="beyond")

@@ -70,6 +70,20 @@ def test_a_changed_model_list_plans_new_runs_and_keeps_the_pairs(data_dir):
     assert all(a.pairs.equals(b.pairs) for a, b in zip(reqs, declared))
 
 
+def test_bmlama_controls_plan_each_models_untrained_control(data_dir):
+    """``controls`` on (the smoke size): Direct of ``random:<model>`` on the same facts and
+    control frames as each model, and Meta and Neuro of the first's; off (publish): none."""
+    values = study.chapter_values("bmlama_languages", "smoke")
+    assert values["controls"] and values["models"] == [SMOL]
+    reqs = study.requests("bmlama_languages", values)
+    trained = [r for r in reqs if r.model == SMOL]
+    control = [r for r in reqs if r.model == "random:" + SMOL]
+    assert [r.methods for r in control] == [r.methods for r in trained]
+    assert all(a.pairs.equals(b.pairs) for a, b in zip(control, trained))
+    off = study.requests("bmlama_languages", {**values, "controls": False})
+    assert [r.model for r in off] == [SMOL] * len(trained)
+
+
 def _bmlama_runs(st: Store) -> set:
     """The runs of ``st`` whose pairs are BMLAMA facts."""
     return {r for r in st.ids() if pd.read_parquet(

@@ -28,7 +28,7 @@ from .report import MOST_LANGUAGES
 from .stats import accuracy_table
 from .xcomps_paper import pair_table
 
-__all__ = ["Scores", "sample_facts", "score", "cost", "method_pairs",
+__all__ = ["Scores", "sample_facts", "score", "control_gaps", "cost", "method_pairs",
            "method_scores", "size_summary", "morphology_to_decide"]
 
 
@@ -99,6 +99,33 @@ def score(run: Callable, models: list[str], benchmark: str, languages: list[str]
         out.control_results[model] = run(model, control, "direct")
         out.scored_control[model] = bmlama_study.scored_pairs(
             out.control_results[model].measures, control)
+    return out
+
+
+def control_gaps(run: Callable, tables: dict, languages: dict, facts: dict, reduction: str = "mean",
+                 value: str = "pairwise_beyond", n_boot: int = 2000,
+                 seed: int = 0) -> dict[tuple[str, str], pd.DataFrame]:
+    """Each model beside its untrained control ``random:<model>`` on the same facts and control
+    frames (:func:`score` of the controls, then
+    :func:`xcomps_utils.analysis.bmlama_study.control_gaps`).
+
+    Args:
+        tables: ``{benchmark: {model: language_table}}``, the trained models' (the chapter's).
+        languages, facts: ``{benchmark: ...}``, as :func:`score` was given them.
+
+    Returns:
+        ``{(benchmark, model): control_gaps table}`` (a ``mean`` row last; gaps in ``value``'s
+        unit, a difference of accuracies).
+    """
+    out = {}
+    for b, by_model in tables.items():
+        ctl = score(run, [f"random:{m}" for m in by_model], b, languages[b], facts[b], seed)
+        for m, table in by_model.items():
+            real, frame = (f[~f["distractor_true"].astype(bool)] for f in (
+                ctl.scored[f"random:{m}"], ctl.scored_control[f"random:{m}"]))
+            out[b, m] = bmlama_study.control_gaps(
+                table, bmlama_study.language_table(real, frame, reduction, n_boot=n_boot,
+                                                   seed=seed), value, n_boot=n_boot, seed=seed)
     return out
 
 

@@ -61,7 +61,7 @@ from .families import SESOI, correct
 from .scored import scored_pairs as _scored_pairs
 
 __all__ = ["REDUCTIONS", "TIER_ORDER", "TYPE_ORDER", "BMLAMA_SOURCE", "RANKC_SOURCE",
-           "scored_pairs", "spread_and_noise", "facts_for_power", "pair_decisions", "fact_table", "language_table", "resource_trend",
+           "scored_pairs", "spread_and_noise", "facts_for_power", "pair_decisions", "fact_table", "language_table", "control_gaps", "resource_trend",
            "morphology_trend", "english_rank", "methods_track", "STRATA", "HEADLINE_STRATA",
            "strata_table", "COPRIMARY", "coprimary", "knowledge_trend", "depth_table", "CONTRACTS",
            "minimum_detectable_effect", "rankc", "rankc_weights", "candidate_scores",
@@ -312,6 +312,57 @@ def language_table(pairs: pd.DataFrame, control: pd.DataFrame | None = None,
                                  prefix, n_boot, seed, confidence))
         rows.append(row)
     return pd.DataFrame(rows).set_index("lang")
+
+
+def control_gaps(trained: pd.DataFrame, control: pd.DataFrame, value: str = "pairwise_beyond",
+                 n_boot: int = 2000, seed: int = 0, confidence: float = 0.95) -> pd.DataFrame:
+    """A trained model's knowledge beside its untrained control's (``random:<model>``: the same
+    architecture and tokenizer, the initialiser's weights), language by language, on the same
+    facts and control frames.
+
+    Two controls of two things: the control frame (another fact's subject) removes what the
+    candidates alone give; the untrained network removes what the architecture and tokenizer
+    alone read from the prompt. An untrained network knows no fact, so its accuracy beyond the
+    control frame is 0 up to noise, while its accuracy in the real frame may lie well above 0.5
+    through the candidates' form (both shown).
+
+    Args:
+        trained, control: :func:`language_table` of the two models, each with its control frame.
+        value: the column compared (``pairwise_beyond`` or ``beyond``: accuracy beyond the
+            control frame, a difference of accuracies).
+
+    Returns:
+        one row per language both tables hold: ``trained_pairwise``, ``control_pairwise`` (each
+        model's pairwise accuracy in the real frame), ``trained``, ``control`` (each model's
+        ``value``), ``gap`` (trained minus control); then a row ``mean`` (means over the
+        languages) whose ``gap`` has ``ci_low``, ``ci_high``, a percentile bootstrap over the
+        languages (the unit: one value a language), and ``languages`` (their number).
+
+    Raises:
+        ValueError: ``value`` or ``pairwise`` not in a table; no language with a gap.
+    """
+    for t in (trained, control):
+        if value not in t or "pairwise" not in t:
+            raise ValueError(f"control_gaps: the language tables need 'pairwise' and {value!r} "
+                             f"(language_table with a control frame); got {list(t.columns)}")
+    both = trained[["pairwise", value]].join(control[["pairwise", value]], lsuffix="_t",
+                                             rsuffix="_c", how="inner")
+    out = pd.DataFrame({"trained_pairwise": both["pairwise_t"],
+                        "control_pairwise": both["pairwise_c"],
+                        "trained": both[f"{value}_t"], "control": both[f"{value}_c"]})
+    out["gap"] = out["trained"] - out["control"]
+    data = out["gap"].dropna().rename_axis("lang").reset_index()
+    if data.empty:
+        raise ValueError("control_gaps: no language has a value in both tables")
+    est, lo, hi, n = bootstrap_means(data, "gap", "lang", None, lambda m, _: m[:, 0],
+                                     n_boot=n_boot, seed=seed, confidence=confidence)
+    mean = out.loc[data["lang"]].mean()
+    mean["gap"] = est
+    out.loc["mean"] = mean
+    out["ci_low"], out["ci_high"] = np.nan, np.nan
+    out.loc["mean", ["ci_low", "ci_high"]] = [lo, hi]
+    out["languages"] = [1] * (len(out) - 1) + [n]
+    return out
 
 
 def _nats_row(real: pd.DataFrame, control: pd.DataFrame, prefix: str, n_boot: int, seed: int,

@@ -168,17 +168,24 @@ def _bmlama_languages(p: dict) -> list[Request]:
     from ..analysis import bmlama_scoring
     from ..pairs import bmlama
 
-    out, s17 = [], None
-    for b, n in (("bmlama17", "17"), ("bmlama53", "53")):
-        langs = p[f"languages{n}"] or bmlama.languages(b)
-        pairs, control = bmlama_scoring.sample_facts(b, langs, p[f"facts{n}"], p["seed"])
-        s17 = pairs if b == "bmlama17" else s17
-        for m in p["models"]:
-            out += [Request(f"Direct, {b}", m, pairs, ("direct",)),
-                    Request(f"Direct, {b} control frames", m, control, ("direct",))]
-    methods = bmlama_scoring.method_pairs(s17, p["methods_facts"], p["seed"])
-    return out + [Request("Meta and Neuro, bmlama17", p["models"][0], methods, ("meta", "neuro"),
-                          {"probe_by": [["lang"]]})]
+    first = p["models"][0]
+    controls = [f"random:{m}" for m in p["models"]] if p.get("controls") else []
+    sampled = {b: bmlama_scoring.sample_facts(b, p[f"languages{n}"] or bmlama.languages(b),
+                                              p[f"facts{n}"], p["seed"])
+               for b, n in (("bmlama17", "17"), ("bmlama53", "53"))}
+    methods = bmlama_scoring.method_pairs(sampled["bmlama17"][0], p["methods_facts"], p["seed"])
+
+    def direct(models, what=""):
+        return [r for b, (pairs, control) in sampled.items() for m in models
+                for r in (Request(f"{what}Direct, {b}", m, pairs, ("direct",)),
+                          Request(f"{what}Direct, {b} control frames", m, control, ("direct",)))]
+
+    def meta_neuro(model, what=""):
+        return [Request(f"{what}Meta and Neuro, bmlama17", model, methods, ("meta", "neuro"),
+                        {"probe_by": [["lang"]]})]
+    out = direct(p["models"]) + meta_neuro(first)
+    return out + (direct(controls, "the untrained control, ") +
+                  meta_neuro(controls[0], "the untrained control, ") if controls else [])
 
 
 def _grammar_across_languages(p: dict) -> list[Request]:
