@@ -231,18 +231,3 @@ def test_xcomps_chapters():
     # the agreement page reads the Direct run of the same pairs instead of computing its own
     assert not _errors(agree) and "image/png" in json.dumps(agree)
     assert _runs_created_by(agree).empty
-
-
-def test_bmlama_chapter_shows_each_model_beside_its_untrained_control():
-    """The BMLAMA page with ``controls`` on (its smoke size): ``random:<model>`` scored on the
-    same facts and control frames, the gaps' table with its mean over the languages, and Meta and
-    Neuro of the first model's control beside the model's."""
-    (nb,) = _executed("bmlama_languages")
-    p = _parameters(nb)
-    assert not _errors(nb) and p.get("controls") is True
-    text = json.dumps(nb)
-    assert "Mean over the languages" in text and "neuro_control" in text
-    created = _runs_created_by(nb)
-    control = created[created.model == "random:" + p["models"][0]]
-    # Direct on BMLAMA-17 and -53, each its real and its control frames; Meta and Neuro
-    assert sorted(control.method) == ["direct"] * 4 + ["meta", "neuro"]

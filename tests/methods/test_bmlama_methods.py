@@ -154,6 +154,31 @@ def test_the_chapters_meta_and_neuro_table_reads_the_runs(lm, data_dir, tmp_path
     assert t.meta_pairs.sum() <= len(w)
 
 
+def test_the_chapters_untrained_control_table_pairs_the_same_facts_and_frames(lm, data_dir,
+                                                                               tmp_path):
+    """bmlama_scoring.control_gaps asks for ``random:<model>`` on the same facts and control
+    frames as the model's table: served the trained model under that name (the same run ids,
+    read from the store), every gap is exactly 0."""
+    from xcomps_utils.analysis import bmlama_scoring, bmlama_study as B
+    from xcomps_utils.pages import chapters
+
+    runner, asked = chapters.runner(store=str(tmp_path), progress=False), []
+
+    def run(model, p, m, **kw):
+        asked.append(model)
+        return runner(lm, p, m, **kw)
+    langs, facts = {"bmlama17": ["en", "vi"]}, {"bmlama17": 2}
+    s = bmlama_scoring.score(run, ["m"], "bmlama17", langs["bmlama17"], 2)
+    tables = {"bmlama17": {"m": B.language_table(
+        *(f[~f.distractor_true] for f in (s.scored["m"], s.scored_control["m"])), n_boot=200)}}
+    asked.clear()
+    g = bmlama_scoring.control_gaps(run, tables, langs, facts, n_boot=200)["bmlama17", "m"]
+    assert asked == ["random:m", "random:m"]  # the facts, then their control frames
+    assert list(g.index) == ["en", "vi", "mean"] and (g["gap"] == 0).all()
+    assert np.allclose(g["trained_pairwise"], g["control_pairwise"])
+    assert g.at["mean", "ci_low"] == g.at["mean", "ci_high"] == 0
+
+
 def test_the_chapters_methods_read_the_first_facts_of_the_same_sample(data_dir):
     """methods_facts: Meta and Neuro on the first k of the sampled facts, the very pairs (and so
     the run key) a k-fact sample gives, a subset of the larger sample's facts."""

@@ -71,11 +71,12 @@ def test_a_changed_model_list_plans_new_runs_and_keeps_the_pairs(data_dir):
 
 
 def test_bmlama_controls_plan_each_models_untrained_control(data_dir):
-    """``controls`` on (the smoke size): Direct of ``random:<model>`` on the same facts and
-    control frames as each model, and Meta and Neuro of the first's; off (publish): none."""
+    """``controls`` on: Direct of ``random:<model>`` on the same facts and control frames as
+    each model, and Meta and Neuro of the first's; off (every declared size, until the control
+    runs are shipped): none."""
     values = study.chapter_values("bmlama_languages", "smoke")
-    assert values["controls"] and values["models"] == [SMOL]
-    reqs = study.requests("bmlama_languages", values)
+    assert not values["controls"] and values["models"] == [SMOL]
+    reqs = study.requests("bmlama_languages", {**values, "controls": True})
     trained = [r for r in reqs if r.model == SMOL]
     control = [r for r in reqs if r.model == "random:" + SMOL]
     assert [r.methods for r in control] == [r.methods for r in trained]

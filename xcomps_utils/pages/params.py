@@ -318,7 +318,7 @@ class BmlamaLanguages(Chapter):
     controls: Flag = param(False, "beside each model, its untrained control `random:<model>` "
                                   "(the same architecture and tokenizer, the initialiser's "
                                   "weights): Direct on both benchmarks, and the first's Meta and "
-                                  "Neuro", smoke=True)
+                                  "Neuro")
     reduction: Literal["mean", "sum"] = param("mean", "Direct's ranking: 'mean' per token (the "
                                                       "BMLAMA authors') or 'sum' (the project's)")
     value: Literal["pairwise_beyond", "beyond"] = param(
