@@ -71,11 +71,12 @@ def test_a_changed_model_list_plans_new_runs_and_keeps_the_pairs(data_dir):
 
 
 def test_bmlama_controls_plan_each_models_untrained_control(data_dir):
-    """``controls`` on: Direct of ``random:<model>`` on the same facts and control frames as
-    each model, and Meta and Neuro of the first's; off (every declared size, until the control
-    runs are shipped): none."""
+    """``controls`` on (the publish size's): Direct of ``random:<model>`` on the same facts and
+    control frames as each model, and Meta and Neuro of the first's; off (the smoke size's):
+    none."""
     values = study.chapter_values("bmlama_languages", "smoke")
     assert not values["controls"] and values["models"] == [SMOL]
+    values.update(languages17=["en", "vi"], languages53=["de", "zh"])  # two each: fewer samples
     reqs = study.requests("bmlama_languages", {**values, "controls": True})
     trained = [r for r in reqs if r.model == SMOL]
     control = [r for r in reqs if r.model == "random:" + SMOL]

@@ -315,10 +315,10 @@ class BmlamaLanguages(Chapter):
     methods_facts: at_least(2) | None = param(
         None, "Meta and Neuro on the first this many of the BMLAMA-17 facts (None: all facts17; "
               "Meta and Neuro cost about a minute a fact on 2 CPU cores)", publish=10)
-    controls: Flag = param(False, "beside each model, its untrained control `random:<model>` "
-                                  "(the same architecture and tokenizer, the initialiser's "
-                                  "weights): Direct on both benchmarks, and the first's Meta and "
-                                  "Neuro")
+    controls: Flag = param(True, "beside each model, its untrained control `random:<model>` "
+                                 "(the same architecture and tokenizer, the initialiser's "
+                                 "weights): Direct on both benchmarks, and the first's Meta and "
+                                 "Neuro", smoke=False)
     reduction: Literal["mean", "sum"] = param("mean", "Direct's ranking: 'mean' per token (the "
                                                       "BMLAMA authors') or 'sum' (the project's)")
     value: Literal["pairwise_beyond", "beyond"] = param(
