@@ -85,8 +85,8 @@ def test_reads_follow_the_markers_not_the_folder(tmp_path):
 def test_tampered_pairs_file_stops_repair_before_a_model_loads(tmp_path, monkeypatch):
     st, run = _fake_run(tmp_path)
     pairs = run.pairs()
-    pairs.loc[0, "good"] = "z"
-    pairs.to_parquet(run.folder / "pairs.parquet", index=False)
+    pairs.loc[0, "good"] = "z"  # one letter for another, in the store's codec: the same size
+    pairs.to_parquet(run.folder / "pairs.parquet", index=False, compression=S.PARQUET_COMPRESSION)
     (tmp_path / "measures" / f"run={run.id}" / "shard-00000.parquet").unlink()
     _no_model(monkeypatch)
     with pytest.raises(S.StoreError, match=r"pairs\.parquet altered"):

@@ -77,6 +77,11 @@ MEASURE_SCHEMA = pa.schema([
 MEASURE_COLUMNS = MEASURE_SCHEMA.names
 
 
+#: The codec of every Parquet file a store writes: Zstandard at pyarrow's default level, about 11%
+#: smaller than pyarrow's default (Snappy) on the shipped store's tables and as fast to read.
+#: Lossless, so it moves no number; readers take any codec.
+PARQUET_COMPRESSION = "zstd"
+
 #: What :meth:`Store.ship` writes beside ``runs/``: per run, the folders left out.
 SHIPPED = "shipped.json"
 
@@ -205,6 +210,11 @@ def _write_json(path: Path, obj) -> None:
                                                           ensure_ascii=False)))
 
 
+def _parquet(table: pa.Table):
+    """A writer of ``table`` for :func:`_atomic_write`, in :data:`PARQUET_COMPRESSION`."""
+    return lambda p: pq.write_table(table, p, compression=PARQUET_COMPRESSION)
+
+
 def _save_npy(path: Path, value: np.ndarray) -> None:
     with open(path, "wb") as f:
         np.save(f, value)
@@ -279,7 +289,8 @@ class Run:
         ``run.json`` (the caller guarantees that ``pairs`` are the key's: the same
         ``pairs_sha256``)."""
         info = _atomic_write(self.folder / "pairs.parquet",
-                             lambda p: pairs.reset_index(drop=True).to_parquet(p, index=False))
+                             lambda p: pairs.reset_index(drop=True).to_parquet(
+                                 p, index=False, compression=PARQUET_COMPRESSION))
         path = self.folder / "run.json"
         if path.exists():
             record = self.record
@@ -336,7 +347,7 @@ class Run:
                 table = pa.Table.from_pandas(value.reset_index(drop=True), preserve_index=False)
                 files[f"{detail}/run={self.id}/{name}.parquet"] = {
                     "rows": table.num_rows,
-                    **_atomic_write(path / f"{name}.parquet", lambda p: pq.write_table(table, p))}
+                    **_atomic_write(path / f"{name}.parquet", _parquet(table))}
         if measures is not None:
             missing = [c for c in MEASURE_COLUMNS if c not in measures]
             if missing:
@@ -345,7 +356,7 @@ class Run:
                                          schema=MEASURE_SCHEMA, preserve_index=False)
             files[f"measures/run={self.id}/{name}.parquet"] = {"rows": table.num_rows, **_atomic_write(
                 self.store.root / "measures" / f"run={self.id}" / f"{name}.parquet",
-                lambda p: pq.write_table(table, p))}
+                _parquet(table))}
         marker = self.folder / "done" / name
         _atomic_write(marker, lambda p: p.write_text(json.dumps(
             {"finished": _now(), "seconds": seconds, "files": files})))
