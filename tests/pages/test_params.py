@@ -76,23 +76,34 @@ def test_chapter_checks_and_shows_its_own_declaration(chapter):
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
 @pytest.mark.parametrize("size", ["smoke", "publish"])
-def test_make_passes_papermill_the_declared_sizes(chapter, size, tmp_path):
-    """What make passes papermill (``python -m xcomps_utils.pages.params papermill``, read back
-    as papermill reads ``-f``) gives, over the defaults, exactly the declared values at that size,
-    with make's store where the chapter has one; and its line says what the chapter computes."""
+def test_make_passes_papermill_the_declared_sizes(chapter, size, tmp_path, capsys):
+    """What make passes papermill (``python -m xcomps_utils.pages.params papermill``, its
+    ``main``, read back as papermill reads ``-f``) gives, over the defaults, exactly the declared
+    values at that size, with make's store where the chapter has one; and its line says what the
+    chapter computes. (In-process; the next test runs the module as make does.)"""
     out = tmp_path / "p.yaml"
-    r = subprocess.run([sys.executable, "-m", "xcomps_utils.pages.params", "papermill", chapter,
-                        size, "--store", "S", "--out", str(out)], capture_output=True, text=True,
-                       cwd=REPO)
-    assert r.returncode == 0, r.stderr
+    assert params.main(["papermill", chapter, size, "--store", "S", "--out", str(out)]) == 0
     given = yaml.safe_load(out.read_text())
     model = params.declaration(chapter)
-    assert r.stdout.startswith(model.computes + "; parameters: ") and model.computes
+    assert capsys.readouterr().out.startswith(model.computes + "; parameters: ") and model.computes
     assert set(given) <= set(model.model_fields)
     assert given.pop("store", None) == ("S" if "store" in model.model_fields else None)
     effective, declared = {**params.sizes(chapter), **given}, params.sizes(chapter, size)
     effective.pop("store", None), declared.pop("store", None)
     assert effective == declared
+
+
+def test_the_module_writes_what_its_main_writes(tmp_path):
+    """``python -m xcomps_utils.pages.params papermill`` (the Makefile's call) writes the file and
+    the line its ``main`` does, in a process of its own."""
+    out, again = tmp_path / "p.yaml", tmp_path / "q.yaml"
+    r = subprocess.run([sys.executable, "-m", "xcomps_utils.pages.params", "papermill",
+                        "xcomps_results", "smoke", "--store", "S", "--out", str(out)],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    params.main(["papermill", "xcomps_results", "smoke", "--store", "S", "--out", str(again)])
+    assert out.read_text() == again.read_text() and "store" in yaml.safe_load(out.read_text())
+    assert r.stdout.startswith(params.declaration("xcomps_results").computes + "; parameters: ")
 
 
 def _takes_a_model(annotation) -> bool:
@@ -128,25 +139,23 @@ def test_no_chapter_declares_a_model_parameter_but_models():
     assert _takes_a_model(declare.Models) and not _takes_a_model(declare.Names)
 
 
-@pytest.mark.slow  # 13 chapters' parameters through the command line, twice (about 45 s)
 @pytest.mark.parametrize("size", ["smoke", "publish"])
-def test_papermill_models_sets_every_chapter_that_declares_them(size, tmp_path):
+def test_papermill_models_sets_every_chapter_that_declares_them(size, tmp_path, capsys):
     """``--models`` (make's ``MODELS``, the study's models) sets ``models`` on every chapter
     that declares it, at any size, with the rest of the size as declared; a chapter without it
-    (the models and findings pages, the dataset page) is given what it was given before."""
+    (the models and findings pages, the dataset page) is given what it was given before.
+    (In-process, through the module's ``main``.)"""
     for chapter in CHAPTERS:
         out = tmp_path / f"{chapter}.yaml"
-        r = subprocess.run([sys.executable, "-m", "xcomps_utils.pages.params", "papermill",
-                            chapter, size, "--store", "S", "--models", "./tiny", "random:x@seed=1",
-                            "--device", "cpu", "--out", str(out)], capture_output=True,
-                           text=True, cwd=REPO)
-        assert r.returncode == 0, r.stderr
+        assert params.main(["papermill", chapter, size, "--store", "S", "--models", "./tiny",
+                            "random:x@seed=1", "--device", "cpu", "--out", str(out)]) == 0
+        r = capsys.readouterr()
         given = yaml.safe_load(out.read_text())
         fields = params.declaration(chapter).model_fields
         plain = params.papermill_parameters(chapter, size, "S")
         if "models" in fields:
             assert given.pop("models") == ["./tiny", "random:x@seed=1"], chapter
-            assert "models=['./tiny', 'random:x@seed=1']" in r.stdout
+            assert "models=['./tiny', 'random:x@seed=1']" in r.out
         else:
             assert "models" not in given
         assert given.pop("device", None) == ("cpu" if "device" in fields else None), chapter
