@@ -77,8 +77,8 @@ MEASURE_SCHEMA = pa.schema([
 MEASURE_COLUMNS = MEASURE_SCHEMA.names
 
 
-#: The codec of every Parquet file a store writes: Zstandard at pyarrow's default level, about 11%
-#: smaller than pyarrow's default (Snappy) on the shipped store's tables and as fast to read.
+#: The codec of every Parquet file a store writes: Zstandard at pyarrow's default level, 11%
+#: smaller than pyarrow's default (Snappy) on the shipped store's tables (51.1 -> 45.4 MB).
 #: Lossless, so it moves no number; readers take any codec.
 PARQUET_COMPRESSION = "zstd"
 
