@@ -23,6 +23,9 @@
   theme's message catalogues (``locales/``, used at build time) and the TrueType copies of the
   icon fonts (every browser that runs the theme loads their WOFF2 copies). MathJax is trimmed
   to what the pages load when it is copied (Makefile).
+* **Each script once**: a script the build lists twice on a page (sphinx-thebe's and
+  sphinx-togglebutton's inline settings, added again when the environment reads the documents
+  again) is loaded once; twice, ``const THEBE_JS_URL`` was a SyntaxError on every page.
 
 The repository is named once, in _config.yml (``repository.url``).
 """
@@ -120,6 +123,23 @@ def on_page_context(app, pagename, templatename, context, doctree):
                         f"notebooks/{chapter}.ipynb")
 
 
+def one_script_each(app, pagename, templatename, context, doctree):
+    """Each script once on a page: sphinx-thebe and sphinx-togglebutton add their inline settings
+    again when the environment reads the documents again, and a second ``const THEBE_JS_URL`` is
+    a SyntaxError in every page's console (the first occurrence of each is kept, in order)."""
+    scripts = context.get("script_files")
+    if isinstance(scripts, list):
+        seen, once = set(), []
+        for js in scripts:
+            # an inline script's filename is None or "" depending on who added it
+            key = (str(getattr(js, "filename", js) or ""),
+                   tuple(sorted(getattr(js, "attributes", {}).items())))
+            if key not in seen:
+                seen.add(key)
+                once.append(js)
+        context["script_files"] = once
+
+
 def prune_static(app, exception):
     """Remove from the built _static/ what no page loads (see the module docstring)."""
     if exception is not None or app.builder.format != "html":
@@ -202,5 +222,6 @@ def setup(app):
     app.connect("config-inited", on_config_inited, priority=900)
     # after sphinx-book-theme's add_launch_buttons (priority 501)
     app.connect("html-page-context", on_page_context, priority=900)
+    app.connect("html-page-context", one_script_each, priority=950)
     app.connect("build-finished", prune_static)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}

@@ -10,7 +10,7 @@ click on a legend entry hides that entry's glyphs (their renderers' ``visible``,
 page's Bokeh objects, and the plot drawn otherwise) and leaves the others, a second click shows
 them again. No page loads
 anything but local files: every request is routed, anything other than ``file://`` is refused
-and fails the test. A figure built without its hover tool fails the same check.
+and fails the test. No script of the page fails (an error in its console fails the test). A figure built without its hover tool fails the same check.
 
 The pages are `make smoke`'s (build/smoke/_build/html), which `make test` renders before the slow
 tier; without them the test fails naming the command.
@@ -218,9 +218,10 @@ def check_live_figures(page) -> list[dict]:
 
 def _open(browser, path: Path):
     """``path`` opened in a fresh page whose every request but ``file://`` is refused;
-    returns ``(page, refused URLs)``."""
+    returns ``(page, refused URLs)``; the page's script errors are in ``page.script_errors``."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    refused = []
+    refused, page.script_errors = [], []
+    page.on("pageerror", lambda e: page.script_errors.append(str(e)))
 
     def route(r):
         if r.request.url.startswith("file://"):
@@ -249,6 +250,8 @@ def test_live_figures_hover_hide_and_load_nothing(browser, chapter):
     finally:
         page.close()
     assert not refused, f"{chapter}: the page asked the network for {refused}"
+    # a script the build listed twice (``const THEBE_JS_URL``) was a SyntaxError here
+    assert not page.script_errors, f"{chapter}: script errors {page.script_errors}"
     assert all(r["hovered"] for r in report)
 
 
