@@ -24,8 +24,9 @@
   icon fonts (every browser that runs the theme loads their WOFF2 copies). MathJax is trimmed
   to what the pages load when it is copied (Makefile).
 * **Each script once**: a script the build lists twice on a page (sphinx-thebe's and
-  sphinx-togglebutton's inline settings, added again when the environment reads the documents
-  again) is loaded once; twice, ``const THEBE_JS_URL`` was a SyntaxError on every page.
+  sphinx-togglebutton's inline settings, once with the filename ``None`` and once ``""``, so
+  Sphinx's own check misses them) is loaded once; twice, ``const THEBE_JS_URL`` was a
+  SyntaxError on every page.
 
 The repository is named once, in _config.yml (``repository.url``).
 """
@@ -124,9 +125,9 @@ def on_page_context(app, pagename, templatename, context, doctree):
 
 
 def one_script_each(app, pagename, templatename, context, doctree):
-    """Each script once on a page: sphinx-thebe and sphinx-togglebutton add their inline settings
-    again when the environment reads the documents again, and a second ``const THEBE_JS_URL`` is
-    a SyntaxError in every page's console (the first occurrence of each is kept, in order)."""
+    """Each script once on a page (the first occurrence of each, in order): the build lists
+    sphinx-thebe's and sphinx-togglebutton's inline settings twice, and a second
+    ``const THEBE_JS_URL`` is a SyntaxError in every page's console."""
     scripts = context.get("script_files")
     if isinstance(scripts, list):
         seen, once = set(), []
