@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import hashlib
 import importlib
 import importlib.metadata
@@ -639,14 +640,17 @@ def _one_gguf_reader():
     262,144-token vocabulary: more than a third of a conversion). The reader only reads (a
     memory map), so the three share one; the two metadata-only parses share one (each caller
     gets its own copy). The converted files are the same bytes (measured on both embedded
-    models); ``tests/lm/test_models.py`` holds the logits and the tokenizer to the GGUF's."""
+    models); ``tests/lm/test_models.py`` holds the logits and the tokenizer to the GGUF's.
+    transformers also builds gguf's tensor-name map again for every module of the model
+    (SmolLM2: 397 times, a quarter of its conversion); it is a table of names, read only, so
+    one is built per architecture and number of blocks."""
     import copy
 
     import gguf
     from transformers import modeling_gguf_pytorch_utils as hf_gguf
 
     opened, parsed = {}, {}
-    reader, load = gguf.GGUFReader, hf_gguf.load_gguf_checkpoint
+    reader, load, name_map = gguf.GGUFReader, hf_gguf.load_gguf_checkpoint, gguf.get_tensor_name_map
 
     def shared(path, mode="r"):
         key = (os.path.realpath(path), mode)
@@ -663,10 +667,12 @@ def _one_gguf_reader():
         return copy.deepcopy(parsed[key])
 
     gguf.GGUFReader, hf_gguf.load_gguf_checkpoint = shared, metadata
+    gguf.get_tensor_name_map = functools.lru_cache(maxsize=None)(name_map)
     try:
         yield
     finally:
         gguf.GGUFReader, hf_gguf.load_gguf_checkpoint = reader, load
+        gguf.get_tensor_name_map = name_map
 
 
 def _write_converted(gguf: Path, folder: Path) -> None:
