@@ -7,9 +7,11 @@
 #   rendered to build/study/<name>/_build/html.
 # make check: the lint and the fast tier of the tests (no model loaded, no chapter executed), what a
 #   developer runs after each change (under 3 minutes on 2 cores).
-# make test: set up .venv, then everything, each chapter executed once: make check, the whole book
-#   at smoke sizes (make smoke), the slow tier of the tests (it reads the smoke build's executed
-#   chapters and results store) and the graded assignments (make grade).
+# make test: set up .venv, then each chapter executed once: make check, the whole book at smoke
+#   sizes (make smoke), the slow tier of the tests (it reads the smoke build's executed chapters and
+#   results store); under 25 minutes from a clean clone on 2 cores.
+# make long: what CI runs after make test: the long tier of the tests, the audit of store/ (make
+#   audit) and the graded assignments (make grade).
 # make publish: recompute the shipped store: every chapter at its publish size into results/
 #   (resumable), then make ship copies the runs the chapters read into store/.
 # make grade: grade the reference and the planted wrong solution of every assignment (otter-grader).
@@ -78,7 +80,7 @@ JOBS ?= 1
 ONE_CORE := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 XCOMPS_PROBE_JOBS=1
 N_CHAPTERS := $(words $(CHAPTERS))
 
-.PHONY: book render check test slow study-check audit audit-all data-check smoke smoke-chapters install install-dev notebooks clean publish ship grade colab-notebooks FORCE
+.PHONY: book render check test slow long study-check audit audit-all data-check smoke smoke-chapters install install-dev notebooks clean publish ship grade colab-notebooks FORCE
 .DELETE_ON_ERROR:
 
 install: $(STAMP) $(MATHJAX)
@@ -262,33 +264,40 @@ check: install-dev
 
 # The slow tier on SLOW_WORKERS processes, each on one core (ONE_CORE), a test file's tests in one
 # process (--dist loadgroup, each file a group: its model and module fixtures are made once), but
-# those of tests/conftest.py's SPREAD (independent simulations) spread test by test.
+# those of tests/conftest.py's SPREAD (independent simulations) spread test by test. MARK: which
+# slow tests (make test: those not marked long; make long: the long ones).
 SLOW_WORKERS ?= 2
-# What make audit and make grade run under besides: make test runs them beside the slow tier, one
+MARK ?= slow and not long
+# What make audit and make grade run under besides: make long runs them beside the long tier, one
 # thread each (ONE_CORE).
 BESIDE ?=
 slow: install-dev
-	$(ONE_CORE) $(PYTEST) -m slow -n $(SLOW_WORKERS) --dist loadgroup
+	$(ONE_CORE) $(PYTEST) -m "$(MARK)" -n $(SLOW_WORKERS) --dist loadgroup
 
-# Everything, each chapter executed once: the fast tier first (it fails in minutes), the smoke
-# book (every chapter, exercises included), then the slow tier, whose chapter tests read the smoke
-# build's executed chapters and results store instead of running papermill again, with the audit
-# and the graded assignments beside it. Each of the four processes keeps to one thread
-# (ONE_CORE): a model process with a thread per core, sharing the cores with others, spends its
-# time waiting for its own threads (the audit took 9 minutes beside the grading, 5 alone); one
-# thread each, the two cores are busy until the last test ends (one phase after the other, the
-# slow tier's last minutes and the grading's left a core idle). Their lines interleave, as they
-# come: each one's progress shows (synchronised output would hold each back until it ended).
+# What a developer runs before committing, each chapter executed once: the fast tier first (it
+# fails in minutes), the smoke book (every chapter, exercises included), then the slow tier, whose
+# chapter tests read the smoke build's executed chapters and results store instead of running
+# papermill again. Under 25 minutes from a clean clone on 2 cores (issue 42; CHANGELOG).
 test: install-dev
 	$(MAKE) --no-print-directory check
 	$(MAKE) --no-print-directory smoke
-	$(MAKE) --no-print-directory -j3 slow audit grade BESIDE="$(ONE_CORE)" \
-	  GRADE_JOBS=1
+	$(MAKE) --no-print-directory slow
+
+# The long tier, which .ci/run runs after make test (so CI checks everything): the slow tests marked
+# long (tests/conftest.py, LONG: the pages' printed commands run as printed, the model cache under
+# kill, damage and races, make book with the loader refused, the study of a model nobody ships,
+# the Ray sweeps), the audit of the shipped store and the graded assignments, side by side. Each of
+# the four processes keeps to one thread (ONE_CORE): a model process with a thread per core,
+# sharing the cores with others, spends its time waiting for its own threads (the audit took 9
+# minutes beside the grading, 5 alone); one thread each, the two cores stay busy until the last
+# one ends. Their lines interleave, as they come.
+long: install-dev
+	$(MAKE) --no-print-directory -j3 slow audit grade MARK=long BESIDE="$(ONE_CORE)" GRADE_JOBS=1
 
 # The study of a model nobody ships (a tiny Llama folder beside SmolLM2, smoke size): every chapter
 # executed, killed once and resumed, the book rendered, run again computing nothing (tens of
-# minutes on one core). The slow tier runs the same test on the fewest chapters that take every
-# path of a study (tests/pages/test_study.py, PATHS); this is the whole of it, apart from make test.
+# minutes on one core). The long tier runs the same test on the fewest chapters that take every
+# path of a study (tests/pages/test_study.py, PATHS); this is the whole of it, apart from make long.
 study-check: install-dev
 	XCOMPS_STUDY_CHECK=1 $(ONE_CORE) $(PYTEST) -p no:randomly -n 0 tests/pages/test_study.py -k a_study_of_a_model_nobody_ships
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -199,9 +201,41 @@ def test_makefile_reads_the_chapters_declarations():
     assert "$(PARAMS) papermill $* $(SIZE) --store $(STORE) $(GIVEN)" in make
     assert "-f $(NB_DIR)/$*.yaml" in make and "NB_DIR ?= build/notebooks-$(SIZE)" in make
     assert "publish:" in make and "grade:" in make
-    # make test runs the slow tier, the audit and the grading side by side, one thread each
-    assert re.search(r"^test: .*\n(?:\t.*\n)*\t\$\(MAKE\) --no-print-directory -j3 slow audit "
-                     r"grade BESIDE=\"\$\(ONE_CORE\)\"", make, re.M)
+    # make test runs the slow tier but the long tests; make long runs those, the audit and the
+    # grading side by side, one thread each; CI runs both
+    assert re.search(r"^test: .*\n(?:\t.*\n)*\t\$\(MAKE\) --no-print-directory slow\n", make, re.M)
+    assert 'MARK ?= slow and not long' in make and '-m "$(MARK)"' in make
+    assert re.search(r"^long: .*\n\t\$\(MAKE\) --no-print-directory -j3 slow audit grade "
+                     r"MARK=long BESIDE=\"\$\(ONE_CORE\)\"", make, re.M)
+    ci = (REPO / ".ci" / "run").read_text()
+    assert ci.rstrip().endswith("make test\nmake long")
+
+
+def _collected(marks: str, files: list[str]) -> set[str]:
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "--collect-only", "-p", "no:randomly",
+                          "-m", marks, *files], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert out.returncode in (0, 5), out.stdout + out.stderr
+    return {line for line in out.stdout.splitlines() if "::" in line}
+
+
+def test_the_long_tier_is_the_slow_tests_of_the_long_files():
+    """Issue 42: ``make test``'s slow tier (``-m "slow and not long"``) leaves out exactly the slow
+    tests of ``tests/conftest.py``'s ``LONG`` files, which ``make long`` (``-m long``) runs; their
+    fast tests stay in ``make check``, and another file's slow tests stay in ``make test``."""
+    spec = importlib.util.spec_from_file_location("tiers", REPO / "tests" / "conftest.py")
+    conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(conftest)
+    LONG = conftest.LONG
+    files = sorted(str(p.relative_to(REPO)) for p in (REPO / "tests").rglob("test_*.py")
+                   if p.name in LONG)
+    assert len(files) == len(LONG), f"a LONG file is not under tests/: {LONG}"
+    other = "tests/lm/test_batch_invariance.py"
+    long_ids = _collected("long", files + [other])
+    assert {i.split("::")[0] for i in long_ids} == set(files)
+    rest = _collected("slow and not long", files + [other])
+    assert rest and {i.split("::")[0] for i in rest} == {other}
+    fast = _collected("not slow", files)
+    assert fast and not fast & long_ids
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in (REPO / "assignments").iterdir()

@@ -3,7 +3,7 @@ MODELS=...``), its plan before anything is computed, and the rates the plan read
 
 The plan is held to what the chapters do: at the publish sizes it names exactly the runs of the
 shipped store (every run ``make book`` reads; the small chapters in the fast tier, every chapter in
-the slow one), and a real study of a model nobody ships beside SmolLM2 (a tiny Llama with
+the long one), and a real study of a model nobody ships beside SmolLM2 (a tiny Llama with
 SmolLM2's tokenizer, built here) computes and reads exactly the runs its plan names, chapter by
 chapter. That study is killed after its first chapter and resumed, and run a third time, which
 computes nothing."""
@@ -267,7 +267,7 @@ def _reads(executed: Path, chapter: str, store: Path) -> set:
             if r["store"] == str(store.resolve())} if log.is_file() else set()
 
 
-#: The fewest chapters that take every path of a study (the slow tier): the first model's Direct,
+#: The fewest chapters that take every path of a study (the long tier): the first model's Direct,
 #: Meta and Neuro (Neuro's probes: a finishing step) and the second model's Direct
 #: (xcomps_results), token-level perplexity (token_perplexity_method), and the models page after
 #: them. ``make study-check`` runs every chapter (``XCOMPS_STUDY_CHECK=1``).
@@ -282,7 +282,7 @@ def test_a_study_of_a_model_nobody_ships(tiny_llama, tmp_path, data_dir):
     reused, no shard computed twice, every chapter executed without an error, the models page
     showing both models), its plan compared chapter by chapter with the runs each chapter read,
     and run a third time (nothing executed, the store's files unchanged). On :data:`PATHS` in
-    the slow tier; every chapter, and the book rendered, under ``make study-check``."""
+    the long tier; every chapter, and the book rendered, under ``make study-check``."""
     store = tmp_path / "store"
     models = [str(tiny_llama), SMOL]
     only = [] if EVERY else [a for c in PATHS for a in ("--chapter", c)]
