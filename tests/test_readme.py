@@ -33,8 +33,8 @@ MAX_LINES = 150
 #: printed commands that cannot run inside the test suite: (why, the stand-in run instead)
 CANNOT_RUN = {
     "make book": ("executes the 12 chapters and renders the book: minutes", "make -n book"),
-    "make test": ("the suite but its long tier, this test included: about 22 minutes", "make -n test"),
-    "make long": ("the long tier, the audit and the grading: about 17 minutes", "make -n long"),
+    "make test": ("the suite but its long tier, this test included: about 20 minutes", "make -n test"),
+    "make long": ("the long tier, the audit and the grading: about 15 minutes", "make -n long"),
     "make check": ("lint and the fast tier, this test included: minutes", "make -n check"),
     ".venv/bin/xcomps-study run direct --task blimp_anaphor,dust --n-pairs 200":
         ("loads SmolLM2 and scores 400 pairs into results/: a minute or more on a CPU", "parse"),
