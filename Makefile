@@ -8,8 +8,8 @@
 # make check: the lint and the fast tier of the tests (no model loaded, no chapter executed), what a
 #   developer runs after each change (under 3 minutes on 2 cores).
 # make test: set up .venv, then each chapter executed once: make check, the whole book at smoke
-#   sizes (make smoke), the slow tier of the tests (it reads the smoke build's executed chapters and
-#   results store); under 25 minutes from a clean clone on 2 cores.
+#   sizes (make smoke), the slow tier of the tests but its long tests (it reads the smoke build's
+#   executed chapters and results store); under 25 minutes from a clean clone on 2 cores.
 # make long: what CI runs after make test: the long tier of the tests, the audit of store/ (make
 #   audit) and the graded assignments (make grade).
 # make publish: recompute the shipped store: every chapter at its publish size into results/
@@ -20,7 +20,8 @@ NPM ?= npm
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# The test tools on top (pytest, Ray, otter-grader: make test, make grade); make book does without.
+# The test tools on top (pytest, Ray, otter-grader: make check, test, long, grade); make book does
+# without.
 DEV_STAMP := $(VENV)/.installed-dev
 # The stamp of the trimmed copy (see its recipe); a checkout with the whole package gets trimmed.
 MATHJAX := book/_assets/mathjax/.trimmed
@@ -92,7 +93,7 @@ unexport PYTHONDONTWRITEBYTECODE
 PIP := $(PY) -m pip install -q --no-compile
 
 # One resolution for everything a target needs: `make book` installs the book's extras, `make
-# check` and `make test` (install-dev, whose EXTRAS its prerequisites inherit) the test tools with
+# check`, `make test` and `make long` (install-dev, whose EXTRAS its prerequisites inherit) the test tools with
 # them, torch's 2.13.0 among them (constraints.txt: the CPU build on machines that carry it), in
 # one pip call (the install of a fresh clone's `make check`, measured: 63 s -> 46 s). The package is built in
 # the venv (--no-build-isolation: no second environment to set up for its editable wheel; hence
@@ -264,15 +265,15 @@ check: install-dev
 
 # The slow tier on SLOW_WORKERS processes, each on one core (ONE_CORE), a test file's tests in one
 # process (--dist loadgroup, each file a group: its model and module fixtures are made once), but
-# those of tests/conftest.py's SPREAD (independent simulations) spread test by test. MARK: which
+# those of tests/conftest.py's SPREAD (independent simulations) spread test by test. SLOW_MARK: which
 # slow tests (make test: those not marked long; make long: the long ones).
 SLOW_WORKERS ?= 2
-MARK ?= slow and not long
+SLOW_MARK ?= slow and not long
 # What make audit and make grade run under besides: make long runs them beside the long tier, one
 # thread each (ONE_CORE).
 BESIDE ?=
 slow: install-dev
-	$(ONE_CORE) $(PYTEST) -m "$(MARK)" -n $(SLOW_WORKERS) --dist loadgroup
+	$(ONE_CORE) $(PYTEST) -m "$(SLOW_MARK)" -n $(SLOW_WORKERS) --dist loadgroup
 
 # What a developer runs before committing, each chapter executed once: the fast tier first (it
 # fails in minutes), the smoke book (every chapter, exercises included), then the slow tier, whose
@@ -292,7 +293,7 @@ test: install-dev
 # minutes beside the grading, 5 alone); one thread each, the two cores stay busy until the last
 # one ends. Their lines interleave, as they come.
 long: install-dev
-	$(MAKE) --no-print-directory -j3 slow audit grade MARK=long BESIDE="$(ONE_CORE)" GRADE_JOBS=1
+	$(MAKE) --no-print-directory -j3 slow audit grade SLOW_MARK=long BESIDE="$(ONE_CORE)" GRADE_JOBS=1
 
 # The study of a model nobody ships (a tiny Llama folder beside SmolLM2, smoke size): every chapter
 # executed, killed once and resumed, the book rendered, run again computing nothing (tens of

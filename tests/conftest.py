@@ -39,7 +39,7 @@ def _is_slow(item) -> bool:
 
 
 #: test files whose tests share no fixture worth making once: under ``--dist loadgroup`` (the slow
-#: tier, Makefile) their tests spread over the workers one by one; every other file's tests stay
+#: and long tiers, Makefile) their tests spread over the workers one by one; every other file's tests stay
 #: together in one worker (an ``xdist_group`` named by the file), so a model or a module fixture is
 #: made once. The claim contract is 89 independent simulations, about 12 CPU minutes; the pages'
 #: printed commands, one test per bash block, about 7 (one block alone, up to 3).

@@ -203,12 +203,17 @@ def test_makefile_reads_the_chapters_declarations():
     assert "publish:" in make and "grade:" in make
     # make test runs the slow tier but the long tests; make long runs those, the audit and the
     # grading side by side, one thread each; CI runs both
-    assert re.search(r"^test: .*\n(?:\t.*\n)*\t\$\(MAKE\) --no-print-directory slow\n", make, re.M)
-    assert 'MARK ?= slow and not long' in make and '-m "$(MARK)"' in make
+    assert re.search(r"^test: install-dev\n\t\$\(MAKE\) --no-print-directory check\n"
+                     r"\t\$\(MAKE\) --no-print-directory smoke\n"
+                     r"\t\$\(MAKE\) --no-print-directory slow\n\n", make, re.M)
+    assert "SLOW_MARK ?= slow and not long" in make
+    assert re.search(r'^slow: .*\n\t.*-m "\$\(SLOW_MARK\)"', make, re.M)
     assert re.search(r"^long: .*\n\t\$\(MAKE\) --no-print-directory -j3 slow audit grade "
-                     r"MARK=long BESIDE=\"\$\(ONE_CORE\)\"", make, re.M)
+                     r"SLOW_MARK=long BESIDE=\"\$\(ONE_CORE\)\"", make, re.M)
     ci = (REPO / ".ci" / "run").read_text()
     assert ci.rstrip().endswith("make test\nmake long")
+    workflow = (REPO / ".github" / "workflows" / "book.yml").read_text()
+    assert re.search(r"run: make test\n(?:.*\n)*?.*run: make long\n(?:.*\n)*?.*run: make book", workflow)
 
 
 def _collected(marks: str, files: list[str]) -> set[str]:
@@ -228,7 +233,11 @@ def test_the_long_tier_is_the_slow_tests_of_the_long_files():
     LONG = conftest.LONG
     files = sorted(str(p.relative_to(REPO)) for p in (REPO / "tests").rglob("test_*.py")
                    if p.name in LONG)
-    assert len(files) == len(LONG), f"a LONG file is not under tests/: {LONG}"
+    assert sorted(Path(f).name for f in files) == sorted(LONG), "a LONG name missing or twice"
+    # the mark comes from LONG alone: a test marked long by hand would leave make test unnoticed
+    by_hand = [p for p in (REPO / "tests").rglob("*.py")
+               if re.search(r"@pytest\.mark\.long\b|pytestmark *=.*mark\.long", p.read_text())]
+    assert not by_hand, by_hand
     other = "tests/lm/test_batch_invariance.py"
     long_ids = _collected("long", files + [other])
     assert {i.split("::")[0] for i in long_ids} == set(files)

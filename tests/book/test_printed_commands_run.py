@@ -38,8 +38,8 @@ WRITTEN = {"results", "build", "_build"}
 
 #: what cannot run inside a test, by the command as printed, and why
 NOT_RUN = {
-    "make book": "the whole build (5-13 minutes), which `make test` and CI run on their own",
-    "make test": "the whole test suite, this test included",
+    "make book": "the whole build (5-13 minutes), which the book workflow runs on its own",
+    "make test": "the test suite but its long tier (this test is in it: make long), about 20 minutes",
     ".venv/bin/pip install -c constraints.txt -e '.[ray]'":
         "installs into the environment the tests run in (make install-dev installs Ray already)",
     ".venv/bin/ray start --head": "starts a Ray cluster's head node: a cluster, not a test",
