@@ -22,12 +22,12 @@ def _data_dir() -> Path | None:
 # Tests that load a real model (the `lm` or `gemma` fixture, directly, through another fixture, or
 # by name: a parameter "lm"/"gemma" passed to request.getfixturevalue) take seconds to minutes:
 # they are marked `slow` here, by that rule, so `pytest -m "not slow"` (make check) runs the quick
-# ones and plain `pytest` still runs everything (make test: the fast tier, then the slow but the
-# long, LONG below; make long: those). The
-# other slow tests carry `@pytest.mark.slow` themselves: the chapters (tests/book/test_notebooks.py,
-# a module-level mark) and the simulations of a decision rule over many generated data sets (null
-# rates and power of the claims' tests, 100 to 300 simulated studies each, 7 to 95 CPU seconds;
-# issue 29, measured with --durations; README, "Developing"), in tests/analysis/.
+# ones and plain `pytest` still runs everything (make test: the fast tier, then the slow tests but
+# the long ones, LONG below, which make long runs). The other slow tests carry `@pytest.mark.slow`
+# themselves: the chapters (tests/book/test_notebooks.py, a module-level mark) and the
+# simulations of a decision rule over many generated data sets (null rates and power of the
+# claims' tests, 100 to 300 simulated studies each, 7 to 95 CPU seconds; issue 29, measured with
+# --durations; README, "Developing"), in tests/analysis/.
 SLOW_FIXTURES = {"lm", "gemma"}
 
 
@@ -50,7 +50,7 @@ SPREAD = {"test_claim_contract.py", "test_printed_commands_run.py"}
 #: while ``make test`` stays under 25 minutes from a clean clone on 2 cores; issue 42): the slow
 #: tests of these files are marked ``long`` too, and ``make test``'s slow tier leaves them out. They
 #: check what the rest of the suite reaches more cheaply or what a change rarely touches, each by
-#: running a whole path end to end (CPU seconds on 2 cores, CHANGELOG, session 29): the pages'
+#: running a whole path end to end (CPU seconds on 2 cores, CHANGELOG, session 28): the pages'
 #: printed commands run as printed (354), the embedded-model cache killed, damaged and raced
 #: during real conversions (188), ``make book``'s chapters with the model loader refused (122),
 #: the study of a model nobody ships and the publish plans (121), and the Ray sweeps (47, plus
